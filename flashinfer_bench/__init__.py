@@ -1,0 +1,33 @@
+"""FlashInfer-Bench, Snakemake-native: kernel definitions, solutions, workloads and traces.
+
+Heavy parts (torch, the evaluator, apply) load lazily so that `import flashinfer_bench` and the
+pipeline's DAG construction stay fast.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+from .data import TraceSet  # noqa: E402  (cheap, no torch)
+
+_LAZY = {
+    "Benchmark": "flashinfer_bench.bench.benchmark",
+    "BenchmarkConfig": "flashinfer_bench.bench.config",
+    "enable_apply": "flashinfer_bench.apply",
+    "disable_apply": "flashinfer_bench.apply",
+    "apply": "flashinfer_bench.apply",
+    "enable_tracing": "flashinfer_bench.tracing",
+    "disable_tracing": "flashinfer_bench.tracing",
+    "TracingConfig": "flashinfer_bench.tracing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'flashinfer_bench' has no attribute {name!r}")
+
+
+__all__ = ["TraceSet", "__version__", *_LAZY]

@@ -1,0 +1,275 @@
+"""Definition: what a kernel computes (axes, tensors, a PyTorch reference)."""
+from __future__ import annotations
+
+import ast
+import math
+from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .dtypes import DType
+
+# A workload larger than this many elements in one tensor is refused: it cannot be allocated on
+# any current GPU and usually means a typo in an axis value.
+MAX_TENSOR_ELEMENTS = 1 << 36
+
+
+class ShapeError(ValueError):
+    """Input shapes that do not fit a definition (inconsistent or missing axes)."""
+
+
+class AxisConst(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["const"] = "const"
+    value: int = Field(ge=0)
+    description: Optional[str] = None
+
+
+class AxisVar(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: Literal["var"] = "var"
+    description: Optional[str] = None
+
+
+Axis = Annotated[Union[AxisConst, AxisVar], Field(discriminator="type")]
+
+
+class TensorSpec(BaseModel):
+    """shape None means a Python scalar; [] a 0-d tensor."""
+
+    model_config = ConfigDict(extra="allow")
+    shape: Optional[List[str]]
+    dtype: DType
+    description: Optional[str] = None
+
+
+class Tolerance(BaseModel):
+    """Per-definition override of the evaluator's dtype tolerances (our extension)."""
+
+    model_config = ConfigDict(extra="forbid")
+    atol: Optional[float] = Field(default=None, ge=0)
+    rtol: Optional[float] = Field(default=None, ge=0)
+
+
+class Definition(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    op_type: str = Field(min_length=1)
+    axes: Dict[str, Axis]
+    inputs: Dict[str, TensorSpec]
+    outputs: Dict[str, TensorSpec]
+    reference: str = Field(min_length=1)
+    tags: List[str] = Field(default_factory=list)
+    description: Optional[str] = None
+    constraints: List[str] = Field(default_factory=list)
+    # Our extensions; FlashInfer-Bench 0.1.2 ignores unknown fields when loading.
+    flops: Optional[str] = None
+    tolerance: Optional[Tolerance] = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "Definition":
+        problems = self.problems(strict=False)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def problems(self, strict: bool = True) -> List[str]:
+        """Problems as 'field: message' strings (empty when the definition is sound).
+
+        strict=False keeps to what FlashInfer-Bench 0.1.2 itself rejects, so its datasets load;
+        strict=True adds our checks (reference signature, names in constraints) for `validate`.
+        """
+        out: List[str] = []
+        overlap = set(self.inputs) & set(self.outputs)
+        if overlap:
+            out.append(f"outputs: names also used as inputs: {sorted(overlap)}")
+        for group, specs in (("inputs", self.inputs), ("outputs", self.outputs)):
+            for tname, spec in specs.items():
+                for i, ax in enumerate(spec.shape or []):
+                    if ax not in self.axes:
+                        out.append(f"{group}.{tname}.shape[{i}]: unknown axis {ax!r}")
+        try:
+            tree = ast.parse(self.reference)
+        except SyntaxError as e:
+            out.append(f"reference: syntax error at line {e.lineno}: {e.msg}")
+        else:
+            runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
+            if not runs:
+                out.append("reference: no top-level 'def run(...)'")
+            else:
+                params = [a.arg for a in runs[0].args.posonlyargs + runs[0].args.args]
+                if strict and params != list(self.inputs):
+                    out.append(
+                        f"reference: run{tuple(params)} must take the inputs in order "
+                        f"{tuple(self.inputs)}"
+                    )
+        for i, expr in enumerate(self.constraints):
+            try:
+                tree = ast.parse(expr, mode="eval")
+            except SyntaxError as e:
+                out.append(f"constraints[{i}]: not an expression: {e.msg}")
+                continue
+            unknown = {
+                n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+            } - set(self.axes) - set(_SAFE_FUNCS)
+            if strict and unknown:
+                out.append(f"constraints[{i}]: unknown names {sorted(unknown)}")
+        if self.flops is not None:
+            try:
+                tree = ast.parse(self.flops, mode="eval")
+            except SyntaxError as e:
+                out.append(f"flops: not an expression: {e.msg}")
+            else:
+                unknown = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(
+                    self.axes
+                ) - set(_SAFE_FUNCS)
+                if unknown:
+                    out.append(f"flops: unknown names {sorted(unknown)}")
+        return out
+
+    # ----- axes -----
+    @property
+    def const_axes(self) -> Dict[str, int]:
+        return {k: a.value for k, a in self.axes.items() if isinstance(a, AxisConst)}
+
+    @property
+    def var_axes(self) -> List[str]:
+        return [k for k, a in self.axes.items() if isinstance(a, AxisVar)]
+
+    @property
+    def input_names(self) -> List[str]:
+        return list(self.inputs)
+
+    @property
+    def output_names(self) -> List[str]:
+        return list(self.outputs)
+
+    def bind_axes(self, input_shapes: Mapping[str, Optional[Sequence[int]]]) -> Dict[str, int]:
+        """Var-axis values from concrete input shapes; raises ShapeError on any mismatch."""
+        bound: Dict[str, int] = {}
+        consts = self.const_axes
+        for tname, spec in self.inputs.items():
+            if spec.shape is None:
+                continue
+            if tname not in input_shapes:
+                raise ShapeError(f"{self.name}: missing input {tname!r}")
+            shape = input_shapes[tname]
+            if shape is None or len(shape) != len(spec.shape):
+                raise ShapeError(
+                    f"{self.name}: input {tname!r} has shape {None if shape is None else tuple(shape)}, "
+                    f"expected rank {len(spec.shape)} {tuple(spec.shape)}"
+                )
+            for ax, dim in zip(spec.shape, shape):
+                dim = int(dim)
+                if ax in consts and consts[ax] != dim:
+                    raise ShapeError(
+                        f"{self.name}: input {tname!r} axis {ax!r} is {dim}, the definition fixes {consts[ax]}"
+                    )
+                if ax in bound and bound[ax] != dim:
+                    raise ShapeError(
+                        f"{self.name}: axis {ax!r} is {bound[ax]} in one input and {dim} in {tname!r}"
+                    )
+                if ax not in consts:
+                    bound[ax] = dim
+        missing = [a for a in self.var_axes if a not in bound]
+        if missing:
+            raise ShapeError(f"{self.name}: var axes {missing} are not carried by any input")
+        return bound
+
+    def axis_values(self, var_values: Mapping[str, int]) -> Dict[str, int]:
+        values = dict(self.const_axes)
+        for ax in self.var_axes:
+            if ax not in var_values:
+                raise ShapeError(f"{self.name}: missing var axis {ax!r}")
+            values[ax] = int(var_values[ax])
+        return values
+
+    def _shapes(self, specs: Dict[str, TensorSpec], var_values: Mapping[str, int]):
+        values = self.axis_values(var_values)
+        return {
+            n: (None if s.shape is None else tuple(values[a] for a in s.shape))
+            for n, s in specs.items()
+        }
+
+    def get_input_shapes(self, var_values: Mapping[str, int]) -> Dict[str, Optional[Tuple[int, ...]]]:
+        return self._shapes(self.inputs, var_values)
+
+    def get_output_shapes(self, var_values: Mapping[str, int]) -> Dict[str, Optional[Tuple[int, ...]]]:
+        return self._shapes(self.outputs, var_values)
+
+    def bytes_moved(self, var_values: Mapping[str, int]) -> int:
+        """Fewest bytes one call must move: every tensor input read once, every output written once."""
+        total_bits = 0
+        for specs, shapes in (
+            (self.inputs, self.get_input_shapes(var_values)),
+            (self.outputs, self.get_output_shapes(var_values)),
+        ):
+            for n, shape in shapes.items():
+                if shape is None:
+                    continue
+                total_bits += math.prod(shape) * specs[n].dtype.bits
+        return total_bits // 8
+
+    def flop_count(self, var_values: Mapping[str, int]) -> Optional[float]:
+        expr = self.flops
+        if expr is None:
+            for tag in self.tags:
+                if tag.startswith("flops:"):
+                    expr = tag.split(":", 1)[1]
+                    break
+        if expr is None:
+            return None
+        return float(safe_eval(expr, self.axis_values(var_values)))
+
+    def check_constraints(self, axis_values: Mapping[str, int]) -> List[str]:
+        """The constraints that do not hold for these axis values (each as its source text)."""
+        values = dict(self.const_axes)
+        values.update(axis_values)
+        failed = []
+        for expr in self.constraints:
+            try:
+                ok = bool(safe_eval(expr, values))
+            except (NameError, ZeroDivisionError, TypeError, ValueError, SyntaxError) as e:
+                failed.append(f"{expr} ({type(e).__name__}: {e})")
+                continue
+            if not ok:
+                failed.append(expr)
+        return failed
+
+    def max_tensor_elements(self, var_values: Mapping[str, int]) -> int:
+        shapes = list(self.get_input_shapes(var_values).values()) + list(
+            self.get_output_shapes(var_values).values()
+        )
+        return max((math.prod(s) for s in shapes if s is not None), default=0)
+
+
+_SAFE_FUNCS: Dict[str, Any] = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "log2": math.log2,
+    "sqrt": math.sqrt,
+}
+
+_ALLOWED_NODES = (
+    ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Name, ast.Load,
+    ast.Constant, ast.Call, ast.IfExp, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+)
+
+
+def safe_eval(expr: str, names: Mapping[str, Any]) -> Any:
+    """Evaluate an arithmetic/boolean expression over axis names, nothing else."""
+    tree = ast.parse(expr, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ValueError(f"{type(node).__name__} is not allowed in {expr!r}")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in _SAFE_FUNCS
+        ):
+            raise ValueError(f"only {sorted(_SAFE_FUNCS)} may be called in {expr!r}")
+    env = dict(_SAFE_FUNCS)
+    env.update(names)
+    return eval(compile(tree, "<expr>", "eval"), {"__builtins__": {}}, env)  # noqa: S307 - AST-checked

@@ -1,0 +1,121 @@
+"""Solution: one implementation of a definition, with its sources and build spec."""
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import Enum
+from pathlib import PurePosixPath
+from typing import List, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class SupportedLanguages(str, Enum):
+    PYTHON = "python"
+    TRITON = "triton"
+    CUDA = "cuda"
+    CPP = "cpp"
+    TILELANG = "tilelang"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class BuildSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    language: SupportedLanguages
+    target_hardware: List[str] = Field(default_factory=lambda: ["cuda"])
+    entry_point: str
+    dependencies: List[str] = Field(default_factory=list)
+    destination_passing_style: bool = True
+    binding: Optional[Literal["tvm-ffi", "torch"]] = None
+
+    @model_validator(mode="after")
+    def _entry(self) -> "BuildSpec":
+        if self.entry_point.count("::") != 1:
+            raise ValueError(
+                f"entry_point {self.entry_point!r} must be 'file::function' (exactly one '::')"
+            )
+        f, fn = self.entry_point.split("::")
+        if not f or not fn:
+            raise ValueError(f"entry_point {self.entry_point!r} must be 'file::function'")
+        return self
+
+    @property
+    def entry_file(self) -> str:
+        return self.entry_point.split("::")[0]
+
+    @property
+    def entry_symbol(self) -> str:
+        return self.entry_point.split("::")[1]
+
+    @property
+    def effective_binding(self) -> Optional[str]:
+        if self.language in (SupportedLanguages.CUDA, SupportedLanguages.CPP):
+            return self.binding or "tvm-ffi"
+        return None
+
+
+class SourceFile(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    path: str = Field(min_length=1)
+    content: str
+
+    def path_problem(self) -> Optional[str]:
+        p = PurePosixPath(self.path)
+        if p.is_absolute() or self.path.startswith(("/", "\\")) or ":" in p.parts[0]:
+            return f"source path {self.path!r} must be relative"
+        if ".." in p.parts:
+            return f"source path {self.path!r} escapes the solution directory"
+        return None
+
+
+class Solution(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1)
+    definition: str = Field(min_length=1)
+    author: str = Field(min_length=1)
+    spec: BuildSpec
+    sources: List[SourceFile] = Field(min_length=1)
+    description: Optional[str] = None
+
+    def problems(self) -> List[str]:
+        out = []
+        seen = set()
+        for i, src in enumerate(self.sources):
+            why = src.path_problem()
+            if why:
+                out.append(f"sources[{i}].path: {why}")
+            norm = str(PurePosixPath(src.path))
+            if norm in seen:
+                out.append(f"sources[{i}].path: duplicate path {src.path!r}")
+            seen.add(norm)
+        if self.spec.entry_file not in {str(PurePosixPath(s.path)) for s in self.sources}:
+            out.append(
+                f"spec.entry_point: file {self.spec.entry_file!r} is not among the sources "
+                f"{[s.path for s in self.sources]}"
+            )
+        return out
+
+    def get_source(self, path: str) -> Optional[SourceFile]:
+        for s in self.sources:
+            if PurePosixPath(s.path) == PurePosixPath(path):
+                return s
+        return None
+
+    def content_hash(self) -> str:
+        """Hash of what changes the built code; name, author and description do not count."""
+        spec = self.spec
+        payload = {
+            "definition": self.definition,
+            "language": spec.language.value,
+            "entry_point": spec.entry_point,
+            "binding": spec.effective_binding,
+            "dps": spec.destination_passing_style,
+            "dependencies": sorted(spec.dependencies),
+            "sources": sorted((str(PurePosixPath(s.path)), s.content) for s in self.sources),
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def hash(self) -> str:  # upstream's name
+        return self.content_hash()

@@ -1,0 +1,329 @@
+"""TraceSet: a whole dataset (definitions, solutions, workloads, traces) in memory.
+
+Loading never stops at a bad file or line: good entries are kept and every problem is recorded
+with its file, line and field, so one broken line never hides the rest.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Union
+
+from pydantic import BaseModel, ValidationError
+
+from .definition import Definition
+from .io import (
+    DatasetError,
+    Problem,
+    atomic_write_json,
+    atomic_write_text,
+    dump_model,
+    iter_jsonl,
+    read_json,
+    unknown_fields,
+    validation_problems,
+)
+from .solution import Solution
+from .trace import EvaluationStatus, Trace
+from .workload import Workload
+
+M = TypeVar("M", bound=BaseModel)
+PathLike = Union[str, Path]
+
+
+def _parse(model: Type[M], obj: Any, path: str, line: Optional[int]) -> Tuple[Optional[M], List[Problem]]:
+    if not isinstance(obj, dict):
+        return None, [Problem(path, f"expected a JSON object, got {type(obj).__name__}", line)]
+    try:
+        m = model.model_validate(obj)
+    except ValidationError as e:
+        return None, validation_problems(e, path, line)
+    return m, unknown_fields(m, path, line)
+
+
+def trace_key(t: Trace) -> Tuple[str, str, str, str]:
+    """Identity of a result: (definition, solution, workload uuid, hardware)."""
+    hw = t.evaluation.environment.hardware if t.evaluation else ""
+    return (t.definition, t.solution or "", t.workload.uuid, hw)
+
+
+class TraceSet:
+    def __init__(
+        self,
+        root: Optional[PathLike] = None,
+        definitions: Optional[Dict[str, Definition]] = None,
+        solutions: Optional[Dict[str, List[Solution]]] = None,
+        workloads: Optional[Dict[str, List[Trace]]] = None,
+        traces: Optional[Dict[str, List[Trace]]] = None,
+    ):
+        self.root: Optional[Path] = Path(root) if root is not None else None
+        self.definitions: Dict[str, Definition] = dict(definitions or {})
+        self.solutions: Dict[str, List[Solution]] = defaultdict(list, solutions or {})
+        self.workloads: Dict[str, List[Trace]] = defaultdict(list, workloads or {})
+        self.traces: Dict[str, List[Trace]] = defaultdict(list, traces or {})
+        self.problems: List[Problem] = []
+        # where each entity was read from: ("definition"|"solution", name) -> file
+        self.files: Dict[Tuple[str, str], Path] = {}
+        self._solution_by_name: Dict[str, Solution] = {}
+        for sols in self.solutions.values():
+            for s in sols:
+                self._solution_by_name[s.name] = s
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_path(cls, path: PathLike, strict: bool = False) -> "TraceSet":
+        """Load a dataset directory (recursive globs); strict raises DatasetError on any error."""
+        root = Path(path)
+        ts = cls(root=root)
+        if not root.is_dir():
+            ts.problems.append(Problem(str(root), "dataset directory does not exist"))
+            if strict:
+                raise DatasetError(ts.problems)
+            return ts
+        for f in sorted((root / "definitions").rglob("*.json")):
+            obj, probs = read_json(f)
+            ts.problems += probs
+            if obj is None:
+                continue
+            d, probs = _parse(Definition, obj, str(f), None)
+            ts.problems += probs
+            if d is not None:
+                ts._add_definition(d, f)
+        for f in sorted((root / "solutions").rglob("*.json")):
+            obj, probs = read_json(f)
+            ts.problems += probs
+            if obj is None:
+                continue
+            s, probs = _parse(Solution, obj, str(f), None)
+            ts.problems += probs
+            if s is not None:
+                ts._add_solution(s, f)
+        for kind in ("workloads", "traces"):
+            for f in sorted((root / kind).rglob("*.jsonl")):
+                for line, obj, probs in iter_jsonl(f):
+                    ts.problems += probs
+                    if obj is None:
+                        continue
+                    t, probs = _parse(Trace, obj, str(f), line)
+                    ts.problems += probs
+                    if t is None:
+                        continue
+                    if kind == "workloads" or t.is_workload:
+                        ts.workloads[t.definition].append(t)
+                    else:
+                        ts.traces[t.definition].append(t)
+        if strict and ts.errors:
+            raise DatasetError(ts.errors)
+        return ts
+
+    @property
+    def errors(self) -> List[Problem]:
+        return [p for p in self.problems if p.level == "error"]
+
+    @property
+    def warnings(self) -> List[Problem]:
+        return [p for p in self.problems if p.level == "warning"]
+
+    def _add_definition(self, d: Definition, f: Optional[Path]) -> None:
+        if d.name in self.definitions:
+            first = self.files.get(("definition", d.name))
+            self.problems.append(
+                Problem(str(f or "<memory>"), f"duplicate definition name {d.name!r} (first in {first})", None, "name")
+            )
+            return
+        self.definitions[d.name] = d
+        if f is not None:
+            self.files[("definition", d.name)] = f
+
+    def _add_solution(self, s: Solution, f: Optional[Path]) -> None:
+        if s.name in self._solution_by_name:
+            first = self.files.get(("solution", s.name))
+            self.problems.append(
+                Problem(str(f or "<memory>"), f"duplicate solution name {s.name!r} (first in {first})", None, "name")
+            )
+            return
+        self.solutions[s.definition].append(s)
+        self._solution_by_name[s.name] = s
+        if f is not None:
+            self.files[("solution", s.name)] = f
+
+    # ------------------------------------------------------------------ adding
+    def add_definition(self, definition: Definition) -> None:
+        if definition.name in self.definitions:
+            raise ValueError(f"definition {definition.name!r} already exists")
+        self._add_definition(definition, None)
+
+    def add_solution(self, solution: Solution) -> None:
+        if solution.name in self._solution_by_name:
+            raise ValueError(f"solution {solution.name!r} already exists")
+        self._add_solution(solution, None)
+
+    def add_workload(self, workload: Union[Trace, Workload], definition: Optional[str] = None) -> Trace:
+        if isinstance(workload, Workload):
+            if definition is None:
+                raise ValueError("add_workload(Workload) needs definition=<name>")
+            workload = Trace(definition=definition, workload=workload)
+        self.workloads[workload.definition].append(workload)
+        return workload
+
+    def add_trace(self, trace: Trace) -> None:
+        if trace.is_workload:
+            self.workloads[trace.definition].append(trace)
+        else:
+            self.traces[trace.definition].append(trace)
+
+    def add_traces(self, traces: Iterable[Trace]) -> None:
+        for t in traces:
+            self.add_trace(t)
+
+    # ------------------------------------------------------------------ lookups
+    def get_definition(self, name: str) -> Optional[Definition]:
+        return self.definitions.get(name)
+
+    def get_solution(self, name: str) -> Optional[Solution]:
+        return self._solution_by_name.get(name)
+
+    def all_solutions(self) -> List[Solution]:
+        return [s for sols in self.solutions.values() for s in sols]
+
+    def solutions_for(self, definition: str) -> List[Solution]:
+        return list(self.solutions.get(definition, []))
+
+    def workloads_for(self, definition: str) -> List[Trace]:
+        return list(self.workloads.get(definition, []))
+
+    def traces_for(self, definition: str, solution: Optional[str] = None, hardware: Optional[str] = None) -> List[Trace]:
+        out = []
+        for t in self.traces.get(definition, []):
+            if solution is not None and t.solution != solution:
+                continue
+            if hardware is not None and (t.evaluation is None or t.evaluation.environment.hardware != hardware):
+                continue
+            out.append(t)
+        return out
+
+    def all_traces(self) -> List[Trace]:
+        return [t for ts in self.traces.values() for t in ts]
+
+    def hardware(self) -> List[str]:
+        return sorted({t.evaluation.environment.hardware for t in self.all_traces() if t.evaluation})
+
+    # ------------------------------------------------------------------ answers
+    @staticmethod
+    def _passed_latency(t: Trace) -> float:
+        ev = t.evaluation
+        if ev is None or ev.status != EvaluationStatus.PASSED or ev.performance is None:
+            return math.inf
+        lat = ev.performance.latency_ms
+        return lat if lat is not None and math.isfinite(lat) and lat > 0 else math.inf
+
+    def best_trace(self, definition: str, workload_uuid: str, hardware: Optional[str] = None) -> Optional[Trace]:
+        """Fastest PASSED trace for one workload (on one hardware when given)."""
+        cands = [t for t in self.traces_for(definition, hardware=hardware) if t.workload.uuid == workload_uuid]
+        cands = [t for t in cands if math.isfinite(self._passed_latency(t))]
+        return min(cands, key=self._passed_latency, default=None)
+
+    def best_traces(self, definition: str, hardware: Optional[str] = None) -> Dict[Tuple[str, str], Trace]:
+        """Fastest PASSED trace per (workload uuid, hardware)."""
+        best: Dict[Tuple[str, str], Trace] = {}
+        for t in self.traces_for(definition, hardware=hardware):
+            lat = self._passed_latency(t)
+            if not math.isfinite(lat):
+                continue
+            k = (t.workload.uuid, t.evaluation.environment.hardware)
+            if k not in best or lat < self._passed_latency(best[k]):
+                best[k] = t
+        return best
+
+    def best_solution(self, definition: str, hardware: Optional[str] = None) -> Optional[str]:
+        """The solution that wins the most workloads of a definition (ties: lower geomean latency)."""
+        wins = Counter(t.solution for t in self.best_traces(definition, hardware).values())
+        if not wins:
+            return None
+        return max(wins, key=lambda s: wins[s])
+
+    def summary(self) -> Dict[str, Any]:
+        statuses = Counter(
+            str(t.evaluation.status) for t in self.all_traces() if t.evaluation is not None
+        )
+        total = sum(statuses.values())
+        return {
+            "definitions": len(self.definitions),
+            "solutions": sum(len(v) for v in self.solutions.values()),
+            "workloads": sum(len(v) for v in self.workloads.values()),
+            "traces": total,
+            "passed": statuses.get("PASSED", 0),
+            "failed": total - statuses.get("PASSED", 0),
+            "by_status": dict(statuses),
+        }
+
+    # ------------------------------------------------------------------ writing
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "definitions": [dump_model(d) for d in self.definitions.values()],
+            "solutions": [dump_model(s) for s in self.all_solutions()],
+            "workloads": [dump_model(t) for ts in self.workloads.values() for t in ts],
+            "traces": [dump_model(t) for t in self.all_traces()],
+        }
+
+    def save(self, path: PathLike) -> None:
+        """Single-file bundle (seed example 04)."""
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: PathLike, strict: bool = True) -> "TraceSet":
+        path = Path(path)
+        obj, probs = read_json(path)
+        ts = cls(root=path.parent)
+        ts.problems += probs
+        if obj is not None:
+            if not isinstance(obj, dict):
+                ts.problems.append(Problem(str(path), "a TraceSet bundle must be a JSON object"))
+            else:
+                for key, model in (("definitions", Definition), ("solutions", Solution)):
+                    for i, o in enumerate(obj.get(key, [])):
+                        m, p = _parse(model, o, str(path), None)
+                        ts.problems += [Problem(x.path, x.message, None, f"{key}[{i}]" + ("." + x.field if x.field else ""), x.level) for x in p]
+                        if m is not None:
+                            (ts._add_definition if key == "definitions" else ts._add_solution)(m, None)
+                for key in ("workloads", "traces"):
+                    for i, o in enumerate(obj.get(key, [])):
+                        m, p = _parse(Trace, o, str(path), None)
+                        ts.problems += [Problem(x.path, x.message, None, f"{key}[{i}]" + ("." + x.field if x.field else ""), x.level) for x in p]
+                        if m is not None:
+                            ts.add_trace(m)
+        if strict and ts.errors:
+            raise DatasetError(ts.errors)
+        return ts
+
+    def definition_path(self, d: Definition) -> str:
+        return f"definitions/{d.op_type}/{d.name}.json"
+
+    def solution_path(self, s: Solution) -> str:
+        d = self.definitions.get(s.definition)
+        op = d.op_type if d else "unknown"
+        return f"solutions/{s.author}/{op}/{s.definition}/{s.name}.json"
+
+    def jsonl_path(self, kind: str, definition: str) -> str:
+        d = self.definitions.get(definition)
+        op = d.op_type if d else "unknown"
+        return f"{kind}/{op}/{definition}.jsonl"
+
+    def to_path(self, path: PathLike) -> None:
+        """Write the whole set as a dataset directory; each file atomically."""
+        root = Path(path)
+        for d in self.definitions.values():
+            atomic_write_json(root / self.definition_path(d), dump_model(d))
+        for s in self.all_solutions():
+            atomic_write_json(root / self.solution_path(s), dump_model(s))
+        for kind, table in (("workloads", self.workloads), ("traces", self.traces)):
+            for dname, items in table.items():
+                if items:
+                    atomic_write_text(
+                        root / self.jsonl_path(kind, dname),
+                        "".join(t.model_dump_json() + "\n" for t in items),
+                    )
+
+    write = to_path

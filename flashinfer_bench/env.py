@@ -1,0 +1,38 @@
+"""Environment variables: the seeds' names and upstream's FIB_* aliases."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+
+def _first(*names: str) -> Optional[str]:
+    for n in names:
+        v = os.environ.get(n)
+        if v not in (None, ""):
+            return v
+    return None
+
+
+def _truthy(v: Optional[str]) -> bool:
+    return (v or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def dataset_path(default: str = "./flashinfer-trace") -> Path:
+    return Path(_first("FLASHINFER_BENCH_DATASET_PATH", "FIB_DATASET_PATH") or default)
+
+
+def cache_path() -> Path:
+    v = _first("FIB_CACHE_PATH", "FLASHINFER_BENCH_CACHE_PATH")
+    if v:
+        return Path(v)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "flashinfer_bench"
+
+
+def tracing_enabled() -> bool:
+    return _truthy(_first("FLASHINFER_BENCH_ENABLE_TRACING", "FIB_ENABLE_TRACING"))
+
+
+def apply_enabled() -> bool:
+    return _truthy(_first("FLASHINFER_BENCH_ENABLE_APPLY", "FIB_ENABLE_APPLY"))
