@@ -135,13 +135,21 @@ class Evaluation(BaseModel):
     def passed(self) -> bool:
         return self.status == EvaluationStatus.PASSED
 
-    def status_problems(self) -> list:
-        """Upstream's rule: PASSED has correctness+performance; INCORRECT_NUMERICAL correctness."""
-        out = []
-        if self.status == EvaluationStatus.PASSED:
+    @model_validator(mode="after")
+    def _status_fields(self) -> "Evaluation":
+        """Upstream's rule, so every trace we write loads in FlashInfer-Bench 0.1.2."""
+        s = self.status
+        if s == EvaluationStatus.PASSED:
             if self.correctness is None or self.performance is None:
-                out.append("evaluation: PASSED needs correctness and performance")
-        return out
+                raise ValueError("a PASSED evaluation needs correctness and performance")
+        elif s == EvaluationStatus.INCORRECT_NUMERICAL:
+            if self.correctness is None:
+                raise ValueError("an INCORRECT_NUMERICAL evaluation needs correctness")
+            if self.performance is not None:
+                raise ValueError("an INCORRECT_NUMERICAL evaluation has no performance")
+        elif self.correctness is not None or self.performance is not None:
+            raise ValueError(f"a {s.value} evaluation has neither correctness nor performance")
+        return self
 
 
 class Trace(BaseModel):
