@@ -1,0 +1,141 @@
+"""`flashinfer-bench run`: the Snakemake DAG over one or more datasets, with progress and a summary."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="benchmark every (solution, workload) of a dataset through the Snakemake pipeline",
+        description="Runs the same Snakemake DAG as `snakemake` in the repository: validate, compile, "
+        "benchmark, aggregate into <dataset>/traces/, report. Incremental: only what changed re-runs.",
+    )
+    p.add_argument("--local", action="append", required=True, metavar="PATH", help="dataset directory (repeatable)")
+    p.add_argument("--warmup-runs", type=int)
+    p.add_argument("--iterations", type=int)
+    p.add_argument("--num-trials", type=int)
+    p.add_argument("--rtol", type=float)
+    p.add_argument("--atol", type=float)
+    p.add_argument("--timeout", type=float, help="seconds per (solution, workload) evaluation")
+    p.add_argument("--device", choices=None, help="auto (default), cpu, cuda or cuda:N")
+    p.add_argument("--definitions", nargs="+", metavar="NAME")
+    p.add_argument("--solutions", nargs="+", metavar="NAME")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--gpus", type=int, help="benchmark jobs at once, one per GPU (default: all visible GPUs)")
+    p.add_argument("--profile", help="a Snakemake profile directory, e.g. profiles/slurm")
+    p.add_argument("--results", help="where per-job outputs and the report go (default ./results)")
+    p.add_argument("--dry-run", action="store_true", help="show the jobs that would run")
+    p.add_argument("--save-results", dest="save_results", action="store_true", default=True)
+    p.add_argument("--no-save-results", dest="save_results", action="store_false")
+    p.add_argument("--log-level", default="INFO", help="DEBUG shows Snakemake's full output")
+    p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --, passed to snakemake")
+    p.set_defaults(func=run)
+
+
+def _config_overrides(args: argparse.Namespace, dataset: Path, results: Path) -> dict:
+    cfg = {"dataset": str(dataset), "results": str(results), "save_results": args.save_results}
+    if args.device:
+        cfg["device"] = args.device
+    if args.definitions:
+        cfg["definitions"] = args.definitions
+    if args.solutions:
+        cfg["solutions"] = args.solutions
+    ev = {}
+    for flag, key in (("warmup_runs", "warmup_runs"), ("iterations", "iterations"), ("num_trials", "num_trials"),
+                      ("rtol", "rtol"), ("atol", "atol"), ("timeout", "timeout_s")):
+        v = getattr(args, flag)
+        if v is not None:
+            ev[key] = v
+    if ev:  # flags override the CPU settings too
+        cfg["evaluation"] = ev
+        cfg["cpu"] = {"evaluation": ev}
+    return cfg
+
+
+def _precheck(args: argparse.Namespace, dataset: Path) -> Optional[str]:
+    from flashinfer_bench.pipeline.plan import build_plan
+
+    if not dataset.is_dir():
+        return f"dataset directory {dataset} does not exist"
+    plan = build_plan(dataset, args.device or "auto", args.definitions, args.solutions)
+    for p in plan.problems:
+        if p.path in ("--definitions", "--solutions"):
+            return str(p)
+    for p in plan.problems:
+        print(f"warning: {p}", file=sys.stderr)
+    return None
+
+
+_SHOW = re.compile(r"^\[flashinfer-bench\]|steps \(\d+%\) done|^Error in rule|^Exiting because|WorkflowError|^Nothing to be done|MissingInput|^Job \d+ .*failed")
+
+
+def run(args: argparse.Namespace) -> int:
+    from flashinfer_bench.pipeline.workflow import workflow_dir
+
+    wf = workflow_dir()
+    status = 0
+    for i, local in enumerate(args.local):
+        dataset = Path(local).resolve()
+        why = _precheck(args, dataset)
+        if why:
+            print(f"error: {why}", file=sys.stderr)
+            return 2
+        results = Path(args.results or "results")
+        if len(args.local) > 1:
+            results = results / dataset.name
+        # A config file, not --config: Snakemake reads --config values as strings.
+        overrides = _config_overrides(args, dataset, results.resolve())
+        cfg_file = results / ".flashinfer-bench-run.json"
+        from flashinfer_bench.data.io import atomic_write_json
+
+        atomic_write_json(cfg_file, overrides)
+        cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(wf / "Snakefile"),
+               "--cores", str(args.cores), "--keep-going", "--scheduler", "greedy",
+               "--rerun-incomplete", "--configfile", str(cfg_file)]
+        if args.gpus is not None:
+            cmd += ["--resources", f"gpu={args.gpus}"]
+        elif not args.profile:
+            from flashinfer_bench.pipeline.gpu_slots import visible_gpus
+            from flashinfer_bench.pipeline.plan import detect_device
+
+            if detect_device(args.device or "auto").startswith("cuda"):
+                cmd += ["--resources", f"gpu={len(visible_gpus())}"]
+        if args.profile:
+            cmd += ["--profile", args.profile]
+        if args.dry_run:
+            cmd += ["--dry-run"]
+        extra = [a for a in args.snakemake_args if a != "--"]
+        cmd += extra
+        print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
+        t0 = time.perf_counter()
+        rc = _stream(cmd, verbose=str(args.log_level).upper() == "DEBUG" or args.dry_run)
+        wall = time.perf_counter() - t0
+        summary = results / "report" / "summary.txt"
+        if summary.exists() and not args.dry_run:
+            print(summary.read_text())
+        print(f"flashinfer-bench: {'finished' if rc == 0 else 'FAILED (exit %d)' % rc} in {wall:.1f} s", file=sys.stderr)
+        status = status or rc
+    return status
+
+
+def _stream(cmd: List[str], verbose: bool) -> int:
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    tail: List[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        tail = (tail + [line])[-60:]
+        if verbose or _SHOW.search(line):
+            sys.stderr.write(line)
+    rc = proc.wait()
+    if rc != 0 and not verbose:
+        sys.stderr.write("---- last lines of Snakemake's output ----\n" + "".join(tail))
+    return rc

@@ -1,0 +1,244 @@
+"""Entry points of the workflow's jobs; `scripts/*.py` call these with `snakemake.*` values.
+
+Each job writes its outputs atomically, so a killed run leaves every file old or new.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from filelock import FileLock
+from pydantic import ValidationError
+
+from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload, trace_key
+from flashinfer_bench.data.io import (
+    Problem,
+    atomic_write_json,
+    atomic_write_text,
+    iter_jsonl,
+    read_json,
+    validation_problems,
+)
+
+log = logging.getLogger("flashinfer_bench.pipeline")
+
+
+def _setup_log(path: Optional[str]) -> None:
+    """Job log to its file; one-line results also to stderr, so the user sees progress."""
+    root = logging.getLogger("flashinfer_bench")
+    root.setLevel(logging.INFO)
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        h = logging.FileHandler(path, mode="w")
+        h.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(h)
+
+
+def _progress(msg: str) -> None:
+    print(f"[flashinfer-bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _load(path: str, model):
+    obj, probs = read_json(Path(path))
+    if obj is None:
+        raise ValueError("; ".join(str(p) for p in probs))
+    return model.model_validate(obj)
+
+
+# --------------------------------------------------------------------------- validate
+def validate_file_job(path: str, out: str, rule: str, log_path: Optional[str] = None) -> None:
+    _setup_log(log_path)
+    problems: List[Problem] = []
+    p = Path(path)
+    if rule == "validate_workloads":
+        n = 0
+        for line, obj, probs in iter_jsonl(p):
+            problems += probs
+            if obj is None:
+                continue
+            n += 1
+            try:
+                Trace.model_validate(obj)
+            except ValidationError as e:
+                problems += validation_problems(e, path, line)
+        what = f"{n} workload lines"
+    else:
+        model = Definition if rule == "validate_definition" else Solution
+        obj, probs = read_json(p)
+        problems += probs
+        what = model.__name__
+        if obj is not None:
+            try:
+                m = model.model_validate(obj)
+                extra = m.problems(strict=True) if isinstance(m, Definition) else m.problems()
+                problems += [Problem(path, x) for x in extra]
+            except ValidationError as e:
+                problems += validation_problems(e, path)
+    text = f"{path}: {what}: " + ("OK\n" if not problems else f"{len(problems)} problem(s)\n")
+    text += "".join(f"{x}\n" for x in problems)
+    atomic_write_text(out, text)
+    if problems:
+        _progress(f"validation: {len(problems)} problem(s) in {path}")
+
+
+# --------------------------------------------------------------------------- compile
+def compile_job(solution_file: str, definition_file: str, out: str, cache_dir: Optional[str], log_path: Optional[str] = None) -> None:
+    from flashinfer_bench.compile import build
+
+    _setup_log(log_path)
+    solution = _load(solution_file, Solution)
+    definition = _load(definition_file, Definition)
+    t0 = time.perf_counter()
+    result = build(solution, definition, Path(cache_dir) if cache_dir else None)
+    d = result.to_dict()
+    atomic_write_json(out, d)
+    status = d.get("status")
+    hit = " (cache hit)" if d.get("cache_hit") else ""
+    _progress(f"compile {solution.name}: {status}{hit} in {time.perf_counter() - t0:.2f} s")
+    if status not in ("OK",):
+        log.warning("build of %s: %s\n%s", solution.name, status, d.get("log", ""))
+
+
+# --------------------------------------------------------------------------- benchmark
+def benchmark_job(
+    build_json: str,
+    out: str,
+    definition_file: str,
+    solution_file: str,
+    workload_json: str,
+    evaluation_json: str,
+    device: str,
+    dataset: str,
+    cache_dir: Optional[str] = None,
+    log: Optional[str] = None,
+) -> None:
+    from flashinfer_bench.bench.client import evaluate_via_worker
+    from flashinfer_bench.bench.config import EvalConfig
+    from flashinfer_bench.compile.result import BuildResult
+
+    from .gpu_slots import gpu_slot
+
+    _setup_log(log)
+    definition = _load(definition_file, Definition)
+    solution = _load(solution_file, Solution)
+    workload = Workload.model_validate_json(workload_json)
+    build = BuildResult.from_dict(json.loads(Path(build_json).read_text()))
+    evaluation: Dict[str, Any] = json.loads(evaluation_json)
+    if cache_dir:
+        evaluation.setdefault("cache_dir", cache_dir)
+    config = EvalConfig(**evaluation)
+    t0 = time.perf_counter()
+    if device.startswith("cuda"):
+        with gpu_slot() as dev:
+            trace = evaluate_via_worker(definition, solution, workload, build, config, Path(dataset), device=dev)
+    else:
+        trace = evaluate_via_worker(definition, solution, workload, build, config, Path(dataset), device=device)
+    atomic_write_text(out, trace.model_dump_json() + "\n")
+    _progress(_describe(trace, time.perf_counter() - t0))
+
+
+def _describe(trace: Trace, wall: float) -> str:
+    ev = trace.evaluation
+    what = f"{trace.solution} x {trace.workload.uuid}"
+    if ev is None:
+        return f"{what}: no evaluation"
+    if ev.status == "PASSED" and ev.performance is not None:
+        perf = ev.performance
+        return (
+            f"{what}: PASSED {perf.latency_ms * 1e3:.2f} us "
+            f"(reference {perf.reference_latency_ms * 1e3:.2f} us, {perf.speedup_factor:.2f}x) [{wall:.2f} s]"
+        )
+    first = (ev.log or "").strip().splitlines()
+    return f"{what}: {ev.status.value}{': ' + first[-1][:160] if first else ''} [{wall:.2f} s]"
+
+
+# --------------------------------------------------------------------------- aggregate
+def merge_traces(target: Path, new: List[Trace]) -> int:
+    """Replace traces of the same (definition, solution, workload, hardware); keep every other line.
+
+    Lines we cannot parse are kept verbatim: a run never deletes data it did not make.
+    Returns the number of lines replaced.
+    """
+    keys = {trace_key(t) for t in new}
+    kept: List[str] = []
+    replaced = 0
+    with FileLock(str(target) + ".lock"):
+        if target.exists():
+            for line in target.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    old = Trace.model_validate_json(line)
+                except ValidationError:
+                    kept.append(line)
+                    continue
+                if trace_key(old) in keys:
+                    replaced += 1
+                    continue
+                kept.append(line)
+        lines = kept + [t.model_dump_json() for t in new]
+        atomic_write_text(target, "".join(x + "\n" for x in lines))
+    return replaced
+
+
+def aggregate_job(definition: str, trace_files: List[str], dataset: str, out: str, save_results: bool, log: Optional[str] = None) -> None:
+    _setup_log(log)
+    new = [Trace.model_validate_json(Path(f).read_text()) for f in trace_files]
+    root = Path(dataset)
+    d_obj = None
+    for f in (root / "definitions").rglob("*.json"):
+        obj, _ = read_json(f)
+        if isinstance(obj, dict) and obj.get("name") == definition:
+            d_obj = obj
+            break
+    op_type = (d_obj or {}).get("op_type", "unknown")
+    if save_results and new:
+        target = root / "traces" / op_type / f"{definition}.jsonl"
+        replaced = merge_traces(target, new)
+        _progress(f"aggregate {definition}: {len(new)} traces into {target} ({replaced} replaced)")
+    atomic_write_text(out, "".join(t.model_dump_json() + "\n" for t in new))
+
+
+# --------------------------------------------------------------------------- report
+def report_job(
+    dataset: str,
+    aggregates: List[str],
+    builds: List[str],
+    summary_out: str,
+    html_out: str,
+    skipped_json: str,
+    problems_json: str,
+    save_results: bool,
+    log: Optional[str] = None,
+) -> None:
+    _setup_log(log)
+    ts = TraceSet.from_path(dataset)
+    if not save_results:
+        for f in aggregates:
+            for line in Path(f).read_text().splitlines():
+                if line.strip():
+                    ts.add_trace(Trace.model_validate_json(line))
+    skipped = json.loads(skipped_json)
+    for b in builds:
+        d = json.loads(Path(b).read_text())
+        if d.get("status") != "OK":
+            skipped.append({"definition": "", "solution": Path(b).stem, "workload": "*", "reason": f"build {d.get('status')}: {(d.get('log') or '').strip()[:300]}"})
+    problems = json.loads(problems_json)
+    from .summary import plain_summary
+
+    text = plain_summary(ts, skipped, problems)
+    atomic_write_text(summary_out, text)
+    try:
+        from flashinfer_bench.report import write_report
+    except ImportError as e:  # the report package is optional at this stage
+        log_msg = f"HTML report unavailable: {e}"
+        atomic_write_text(html_out, f"<html><body><pre>{log_msg}\n\n{text}</pre></body></html>\n")
+        return
+    write_report(ts, Path(html_out).parent, skipped=skipped)
+    produced = Path(html_out).parent / "index.html"
+    if produced != Path(html_out) and produced.exists():
+        produced.replace(html_out)

@@ -1,0 +1,75 @@
+"""Evaluation settings per definition and device, and a cheap toolchain fingerprint."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from typing import Any, Dict
+
+_TOOL_PACKAGES = ("torch", "triton", "apache-tvm-ffi", "tilelang")
+
+
+def evaluation_for(config: Dict[str, Any], definition: str, device: str) -> Dict[str, Any]:
+    """`evaluation`, then `cpu.evaluation` on the CPU, then `definition_evaluation[definition]`.
+
+    Only the settings that apply to a job are in its params, so changing one definition's
+    override re-runs only that definition's benchmarks.
+    """
+    ev = dict(config.get("evaluation") or {})
+    if device == "cpu":
+        ev.update((config.get("cpu") or {}).get("evaluation") or {})
+    ev.update((config.get("definition_evaluation") or {}).get(definition) or {})
+    return ev
+
+
+@lru_cache(maxsize=1)
+def toolchain_fingerprint() -> str:
+    """Versions of the compilers that shape an artifact; read from package metadata (no imports)."""
+    parts = []
+    for pkg in _TOOL_PACKAGES:
+        try:
+            parts.append(f"{pkg}={metadata.version(pkg)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{pkg}=none")
+    nvcc = shutil.which("nvcc")
+    parts.append(f"nvcc={'yes' if nvcc else 'none'}")
+    return ";".join(parts)
+
+
+def _coerce(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    low = v.strip().lower()
+    if low in ("null", "none", "~"):
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v
+
+
+def coerce_config(config: Dict[str, Any]) -> None:
+    """`snakemake --config evaluation={iterations: 5}` yields strings; make numbers numbers again."""
+    for key in ("evaluation",):
+        if isinstance(config.get(key), dict):
+            config[key] = {k: _coerce(v) for k, v in config[key].items()}
+    cpu = config.get("cpu")
+    if isinstance(cpu, dict):
+        for k, v in list(cpu.items()):
+            cpu[k] = {kk: _coerce(vv) for kk, vv in v.items()} if isinstance(v, dict) else _coerce(v)
+    per = config.get("definition_evaluation")
+    if isinstance(per, dict):
+        for d, ev in per.items():
+            if isinstance(ev, dict):
+                per[d] = {k: _coerce(v) for k, v in ev.items()}
+    for key in ("save_results",):
+        if key in config:
+            config[key] = _coerce(config[key])
+    for key in ("definitions", "solutions"):
+        if isinstance(config.get(key), str):
+            config[key] = [x for x in config[key].replace(",", " ").split() if x]

@@ -1,0 +1,25 @@
+# One job per (solution, workload), holding one GPU. The job is a thin client of the per-GPU
+# worker; the workload is a param (canonical JSON) so appending a workload line re-runs only it.
+
+
+rule benchmark:
+    input:
+        build=f"{RESULTS}/builds/{{solution}}.json",
+    output:
+        f"{RESULTS}/traces/{{definition}}/{{solution}}/{{uuid}}.json",
+    log:
+        f"{RESULTS}/logs/benchmark/{{definition}}/{{solution}}/{{uuid}}.log",
+    params:
+        workload=lambda wc: PLAN.workloads[wc.definition][wc.uuid],
+        definition_digest=lambda wc: DEF_DIGEST[wc.definition],
+        evaluation=lambda wc: canonical(evaluation_for(config, wc.definition, DEVICE)),
+        device=DEVICE,
+        harness_version=HARNESS_VERSION,
+        solution_file=lambda wc: str(PLAN.solution_files[wc.solution]),
+        definition_file=lambda wc: str(PLAN.definition_files[wc.definition]),
+        dataset=str(DATASET),
+        cache_dir=config.get("cache_dir") or "",
+    resources:
+        gpu=1 if DEVICE.startswith("cuda") else 0,
+    script:
+        "../scripts/benchmark.py"

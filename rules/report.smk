@@ -1,0 +1,28 @@
+# The final target: a plain-text summary and the HTML report of the dataset's traces.
+
+
+rule report:
+    input:
+        aggregates=AGGREGATE_OUTPUTS,
+        builds=[f"{RESULTS}/builds/{s}.json" for s in PLAN.solutions],
+        validation=VALIDATION_OUTPUTS,
+    output:
+        summary=f"{RESULTS}/report/summary.txt",
+        html=report(
+            f"{RESULTS}/report/index.html",
+            caption="../report/report.rst",
+            category="Benchmark report",
+        ),
+    log:
+        f"{RESULTS}/logs/report.log",
+    params:
+        dataset=str(DATASET),
+        skipped=canonical(SKIPPED),
+        problems=canonical([str(p) for p in PLAN.problems]),
+        save_results=config.get("save_results", True),
+    localrule: True
+    script:
+        "../scripts/report.py"
+
+
+REPORT_OUTPUTS = [f"{RESULTS}/report/summary.txt", f"{RESULTS}/report/index.html"]
