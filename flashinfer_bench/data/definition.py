@@ -5,9 +5,10 @@ import ast
 import math
 from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from .dtypes import DType
+from .io import FieldErrors
 
 # A workload larger than this many elements in one tensor is refused: it cannot be allocated on
 # any current GPU and usually means a typo in an axis value.
@@ -31,7 +32,25 @@ class AxisVar(BaseModel):
     description: Optional[str] = None
 
 
-Axis = Annotated[Union[AxisConst, AxisVar], Field(discriminator="type")]
+def _axis_tag(v: Any) -> Optional[str]:
+    """The axis kind; FlashInfer-Bench 0.1.2 writes definitions with exclude_unset, so an axis
+    may lack "type": then a "value" means const, as upstream's smart union decides."""
+    if isinstance(v, dict):
+        t = v.get("type")
+        if t is None:
+            return "const" if "value" in v else "var"
+        return t if isinstance(t, str) else None
+    return getattr(v, "type", None)
+
+
+Axis = Annotated[
+    Union[Annotated[AxisConst, Tag("const")], Annotated[AxisVar, Tag("var")]],
+    Discriminator(
+        _axis_tag,
+        custom_error_type="axis_type",
+        custom_error_message="axis 'type' must be 'const' (with a 'value') or 'var'",
+    ),
+]
 
 
 class TensorSpec(BaseModel):
@@ -69,9 +88,9 @@ class Definition(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> "Definition":
-        problems = self.problems(strict=False)
-        if problems:
-            raise ValueError("; ".join(problems))
+        items = self.problem_items(strict=False)
+        if items:
+            raise FieldErrors(items)
         return self
 
     def problems(self, strict: bool = True) -> List[str]:
@@ -80,52 +99,56 @@ class Definition(BaseModel):
         strict=False keeps to what FlashInfer-Bench 0.1.2 itself rejects, so its datasets load;
         strict=True adds our checks (reference signature, names in constraints) for `validate`.
         """
-        out: List[str] = []
-        overlap = set(self.inputs) & set(self.outputs)
+        return [f"{f}: {m}" for f, m in self.problem_items(strict)]
+
+    def problem_items(self, strict: bool = True) -> List[Tuple[str, str]]:
+        """Like `problems`, as (field path, message) pairs."""
+        out: List[Tuple[str, str]] = []
+        overlap = [n for n in self.outputs if n in self.inputs]
         if overlap:
-            out.append(f"outputs: names also used as inputs: {sorted(overlap)}")
+            out.append(("outputs", f"names also used as inputs: {overlap}"))
         for group, specs in (("inputs", self.inputs), ("outputs", self.outputs)):
             for tname, spec in specs.items():
                 for i, ax in enumerate(spec.shape or []):
                     if ax not in self.axes:
-                        out.append(f"{group}.{tname}.shape[{i}]: unknown axis {ax!r}")
+                        out.append((f"{group}.{tname}.shape[{i}]", f"unknown axis {ax!r}"))
         try:
             tree = ast.parse(self.reference)
         except SyntaxError as e:
-            out.append(f"reference: syntax error at line {e.lineno}: {e.msg}")
+            out.append(("reference", f"syntax error at line {e.lineno}: {e.msg}"))
         else:
             runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
             if not runs:
-                out.append("reference: no top-level 'def run(...)'")
-            else:
+                out.append(("reference", "no top-level 'def run(...)'"))
+            elif strict:
                 params = [a.arg for a in runs[0].args.posonlyargs + runs[0].args.args]
-                if strict and params != list(self.inputs):
-                    out.append(
-                        f"reference: run{tuple(params)} must take the inputs in order "
-                        f"{tuple(self.inputs)}"
-                    )
-        for i, expr in enumerate(self.constraints):
+                if params != list(self.inputs):
+                    out.append((
+                        "reference",
+                        f"run({', '.join(params)}) must take the inputs in order "
+                        f"({', '.join(self.inputs)})",
+                    ))
+        exprs = [(f"constraints[{i}]", e) for i, e in enumerate(self.constraints)]
+        if self.flops is not None:
+            exprs.append(("flops", self.flops))
+        for field, expr in exprs:
             try:
                 tree = ast.parse(expr, mode="eval")
             except SyntaxError as e:
-                out.append(f"constraints[{i}]: not an expression: {e.msg}")
+                out.append((field, f"not an expression: {e.msg}: {expr!r}"))
                 continue
-            unknown = {
-                n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-            } - set(self.axes) - set(_SAFE_FUNCS)
-            if strict and unknown:
-                out.append(f"constraints[{i}]: unknown names {sorted(unknown)}")
-        if self.flops is not None:
-            try:
-                tree = ast.parse(self.flops, mode="eval")
-            except SyntaxError as e:
-                out.append(f"flops: not an expression: {e.msg}")
-            else:
-                unknown = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(
-                    self.axes
-                ) - set(_SAFE_FUNCS)
-                if unknown:
-                    out.append(f"flops: unknown names {sorted(unknown)}")
+            if not strict and field != "flops":
+                continue  # upstream only checks the syntax of constraints
+            why = expr_problem(tree)
+            if why:
+                out.append((field, f"{why} in {expr!r}"))
+                continue
+            unknown = sorted(
+                {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+                - set(self.axes) - set(_SAFE_FUNCS)
+            )
+            if unknown:
+                out.append((field, f"names {unknown} in {expr!r} are not axes"))
         return out
 
     # ----- axes -----
@@ -260,16 +283,24 @@ _ALLOWED_NODES = (
 )
 
 
+def expr_problem(tree: ast.Expression) -> Optional[str]:
+    """Why a parsed expression is not a plain arithmetic/boolean one over names, or None."""
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            return f"{type(node).__name__} is not allowed"
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in _SAFE_FUNCS and not node.keywords
+        ):
+            return f"only {sorted(_SAFE_FUNCS)} may be called"
+    return None
+
+
 def safe_eval(expr: str, names: Mapping[str, Any]) -> Any:
     """Evaluate an arithmetic/boolean expression over axis names, nothing else."""
     tree = ast.parse(expr, mode="eval")
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise ValueError(f"{type(node).__name__} is not allowed in {expr!r}")
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name) and node.func.id in _SAFE_FUNCS
-        ):
-            raise ValueError(f"only {sorted(_SAFE_FUNCS)} may be called in {expr!r}")
+    why = expr_problem(tree)
+    if why:
+        raise ValueError(f"{why} in {expr!r}")
     env = dict(_SAFE_FUNCS)
     env.update(names)
     return eval(compile(tree, "<expr>", "eval"), {"__builtins__": {}}, env)  # noqa: S307 - AST-checked

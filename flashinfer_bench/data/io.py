@@ -6,7 +6,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from pydantic import BaseModel, ValidationError
 
@@ -59,17 +59,88 @@ def dump_model(model: BaseModel) -> dict:
     return json.loads(model.model_dump_json())
 
 
+class FieldErrors(ValueError):
+    """Several 'field: message' problems found by one model validator.
+
+    Raised from a model validator so that `validation_problems` can report each problem under its
+    own field path instead of one joined message.
+    """
+
+    def __init__(self, items: List[Tuple[str, str]]):
+        self.items = list(items)
+        super().__init__("; ".join(f"{f}: {m}" if f else m for f, m in self.items))
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _walk_loc(loc: Tuple[Any, ...], data: Any, missing: bool) -> Tuple[List[str], List[str]]:
+    """Split a pydantic error location into the real path inside `data` and the internal parts.
+
+    Pydantic inserts union branch names ('const', 'int', 'function-after[...]') into locations;
+    walking the input data tells a real key from such a branch name, so an input that happens to
+    be called 'random' is still reported as 'inputs.random'.
+    """
+    real: List[str] = []
+    internal: List[str] = []
+    cur = data
+    for i, part in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(cur, dict) and part in cur:
+            real.append(str(part))
+            cur = cur[part]
+        elif isinstance(cur, list) and isinstance(part, int) and 0 <= part < len(cur):
+            real[-1:] = [f"{real[-1]}[{part}]"] if real else [f"[{part}]"]
+            cur = cur[part]
+        elif last and missing:
+            real.append(str(part))
+        elif data is None:
+            real.append(str(part))
+        else:
+            internal.append(str(part))
+    return real, internal
+
+
 def validation_problems(
-    err: ValidationError, path: str, line: Optional[int] = None, prefix: str = ""
+    err: ValidationError,
+    path: str,
+    line: Optional[int] = None,
+    prefix: str = "",
+    data: Any = None,
 ) -> List[Problem]:
-    out = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith("function-after"))
-        loc = ".".join(p for p in loc.split(".") if p not in ("AxisConst", "AxisVar", "const", "var", "random", "scalar", "safetensors"))
-        field = (prefix + "." + loc).strip(".") if (prefix or loc) else None
-        msg = e["msg"]
+    """One Problem per wrong field of a pydantic error, with the field path as the user wrote it.
+
+    `data` (the parsed JSON that failed) lets union branch names be dropped from the path and the
+    several branch errors of one field be merged into one message.
+    """
+    merged: Dict[str, List[Tuple[str, List[str], Any, str]]] = {}
+    out: List[Problem] = []
+    for e in err.errors(include_url=False):
+        exc = (e.get("ctx") or {}).get("error")
+        real, internal = _walk_loc(tuple(e["loc"]), data, e["type"] == "missing")
+        field = ".".join(p for p in [prefix, ".".join(real)] if p)
+        if isinstance(exc, FieldErrors):
+            for f, m in exc.items:
+                sub = ".".join(p for p in [field, f] if p)
+                out.append(Problem(path, m, line, sub or None))
+            continue
+        msg = "required field is missing" if e["type"] == "missing" else e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
+        merged.setdefault(field, []).append((msg, internal, e.get("input"), e["type"]))
+    for field, errs in merged.items():
+        if len(errs) > 1 and all(x[1] for x in errs):
+            # every branch of a union failed: say which types were expected, once
+            kinds = [x[1][-1] for x in errs]
+            msg = f"expected one of {', '.join(kinds)}"
+        else:
+            msg = "; ".join(dict.fromkeys(x[0] for x in errs))
+        value, etype = errs[0][2], errs[0][3]
+        if isinstance(value, dict) and etype in ("axis_type", "input_type"):
+            msg += f" (got {value.get('type')!r})"
+        elif etype != "missing" and isinstance(value, _SCALARS):
+            shown = repr(value)
+            msg += f" (got {shown[:80] + '...' if len(shown) > 80 else shown})"
         out.append(Problem(path, msg, line, field or None))
     return out
 
@@ -83,6 +154,8 @@ def read_json(path: Path) -> Tuple[Optional[Any], List[Problem]]:
         return json.loads(text), []
     except json.JSONDecodeError as e:
         return None, [Problem(str(path), f"invalid JSON: {e.msg} (column {e.colno})", e.lineno)]
+    except RecursionError:
+        return None, [Problem(str(path), "invalid JSON: nested too deeply")]
 
 
 def iter_jsonl(path: Path) -> Iterator[Tuple[int, Optional[Any], List[Problem]]]:
@@ -92,13 +165,17 @@ def iter_jsonl(path: Path) -> Iterator[Tuple[int, Optional[Any], List[Problem]]]
     except (OSError, UnicodeDecodeError) as e:
         yield 0, None, [Problem(str(path), f"cannot read: {e}")]
         return
-    for i, raw in enumerate(text.splitlines(), start=1):
+    # split on \n only, as JSONL and upstream's reader do: str.splitlines() would also split a
+    # JSON string that holds U+2028 or a form feed
+    for i, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
             yield i, json.loads(raw), []
         except json.JSONDecodeError as e:
             yield i, None, [Problem(str(path), f"invalid JSON: {e.msg} (column {e.colno})", i)]
+        except RecursionError:
+            yield i, None, [Problem(str(path), "invalid JSON: nested too deeply", i)]
 
 
 def unknown_fields(model: BaseModel, path: str, line: Optional[int], prefix: str = "") -> List[Problem]:

@@ -39,7 +39,7 @@ def _parse(model: Type[M], obj: Any, path: str, line: Optional[int]) -> Tuple[Op
     try:
         m = model.model_validate(obj)
     except ValidationError as e:
-        return None, validation_problems(e, path, line)
+        return None, validation_problems(e, path, line, data=obj)
     return m, unknown_fields(m, path, line)
 
 
@@ -67,6 +67,9 @@ class TraceSet:
         # where each entity was read from: ("definition"|"solution", name) -> file
         self.files: Dict[Tuple[str, str], Path] = {}
         self._solution_by_name: Dict[str, Solution] = {}
+        # id(entity) -> (entity, file, line, field prefix): where each loaded entity came from,
+        # so `validate` can name the file and line of a problem found after loading
+        self._origins: Dict[int, Tuple[Any, str, Optional[int], str]] = {}
         for sols in self.solutions.values():
             for s in sols:
                 self._solution_by_name[s.name] = s
@@ -90,6 +93,7 @@ class TraceSet:
             d, probs = _parse(Definition, obj, str(f), None)
             ts.problems += probs
             if d is not None:
+                ts._origins[id(d)] = (d, str(f), None, "")
                 ts._add_definition(d, f)
         for f in sorted((root / "solutions").rglob("*.json")):
             obj, probs = read_json(f)
@@ -99,6 +103,7 @@ class TraceSet:
             s, probs = _parse(Solution, obj, str(f), None)
             ts.problems += probs
             if s is not None:
+                ts._origins[id(s)] = (s, str(f), None, "")
                 ts._add_solution(s, f)
         for kind in ("workloads", "traces"):
             for f in sorted((root / kind).rglob("*.jsonl")):
@@ -110,6 +115,7 @@ class TraceSet:
                     ts.problems += probs
                     if t is None:
                         continue
+                    ts._origins[id(t)] = (t, str(f), line, "")
                     if kind == "workloads" or t.is_workload:
                         ts.workloads[t.definition].append(t)
                     else:
@@ -117,6 +123,14 @@ class TraceSet:
         if strict and ts.errors:
             raise DatasetError(ts.errors)
         return ts
+
+    def origin(self, entity: Any) -> Tuple[str, Optional[int], str]:
+        """(file, line or None, field prefix) an entity was loaded from; ("<memory>", None, "")
+        for one added in memory."""
+        o = self._origins.get(id(entity))
+        if o is None or o[0] is not entity:
+            return ("<memory>", None, "")
+        return o[1], o[2], o[3]
 
     @property
     def errors(self) -> List[Problem]:
@@ -287,12 +301,14 @@ class TraceSet:
                         m, p = _parse(model, o, str(path), None)
                         ts.problems += [Problem(x.path, x.message, None, f"{key}[{i}]" + ("." + x.field if x.field else ""), x.level) for x in p]
                         if m is not None:
+                            ts._origins[id(m)] = (m, str(path), None, f"{key}[{i}]")
                             (ts._add_definition if key == "definitions" else ts._add_solution)(m, None)
                 for key in ("workloads", "traces"):
                     for i, o in enumerate(obj.get(key, [])):
                         m, p = _parse(Trace, o, str(path), None)
                         ts.problems += [Problem(x.path, x.message, None, f"{key}[{i}]" + ("." + x.field if x.field else ""), x.level) for x in p]
                         if m is not None:
+                            ts._origins[id(m)] = (m, str(path), None, f"{key}[{i}]")
                             ts.add_trace(m)
         if strict and ts.errors:
             raise DatasetError(ts.errors)

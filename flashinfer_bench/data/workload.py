@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Annotated, Dict, Literal, Optional, Union
+from typing import Annotated, Any, Dict, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_serializer
 
 
 class RandomInput(BaseModel):
@@ -34,11 +34,33 @@ class SafetensorsInput(BaseModel):
     tensor_key: str = Field(min_length=1)
 
 
-InputSpec = Annotated[Union[RandomInput, ScalarInput, SafetensorsInput], Field(discriminator="type")]
+def _input_tag(v: Any) -> Optional[str]:
+    """The input kind; an object without "type" (upstream's exclude_unset dumps) is told by its
+    keys, as upstream's smart union would."""
+    if isinstance(v, dict):
+        t = v.get("type")
+        if t is None:
+            return "safetensors" if "path" in v else "scalar" if "value" in v else "random"
+        return t if isinstance(t, str) else None
+    return getattr(v, "type", None)
+
+
+InputSpec = Annotated[
+    Union[
+        Annotated[RandomInput, Tag("random")],
+        Annotated[ScalarInput, Tag("scalar")],
+        Annotated[SafetensorsInput, Tag("safetensors")],
+    ],
+    Discriminator(
+        _input_tag,
+        custom_error_type="input_type",
+        custom_error_message="input 'type' must be 'random', 'scalar' or 'safetensors'",
+    ),
+]
 
 
 class Workload(BaseModel):
     model_config = ConfigDict(extra="allow")
-    axes: Dict[str, int]
+    axes: Dict[str, Annotated[int, Field(ge=0)]]  # upstream: NonNegativeInt
     inputs: Dict[str, InputSpec] = Field(default_factory=dict)
     uuid: str = Field(default_factory=lambda: str(uuidlib.uuid4()), min_length=1)

@@ -1,0 +1,523 @@
+"""Dataset validation beyond what the models check on loading.
+
+`validate_dataset(path)` loads a dataset (directory, or a single-file TraceSet bundle) without
+stopping at the first problem and returns every error and warning, each naming its file, its line
+(for JSONL) and the field path inside that line, e.g.
+`dataset/workloads/rmsnorm/rmsnorm_d4096.jsonl:3: workload.axes: missing var axis 'batch_size'`.
+
+Errors are what makes a dataset unusable here or in FlashInfer-Bench 0.1.2 (which refuses to
+load the whole dataset on one bad entry); warnings are what is suspicious but loads (unknown
+fields, an unknown solution in a trace, ...).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from .definition import MAX_TENSOR_ELEMENTS, Definition
+from .dtypes import DType
+from .io import Problem
+from .solution import Solution, SupportedLanguages
+from .trace import EvaluationStatus, Trace
+from .trace_set import TraceSet, trace_key
+from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
+
+__all__ = [
+    "SafetensorsHeaderError",
+    "check_dataset",
+    "definition_problems",
+    "read_safetensors_header",
+    "solution_problems",
+    "validate_dataset",
+    "validate_trace_set",
+    "workload_problems",
+]
+
+# safetensors dtype names for each of our dtypes (float4 may be stored packed two to a byte)
+_ST_DTYPES: Dict[DType, Tuple[str, ...]] = {
+    DType.FLOAT32: ("F32",),
+    DType.FLOAT16: ("F16",),
+    DType.BFLOAT16: ("BF16",),
+    DType.FLOAT8_E4M3FN: ("F8_E4M3",),
+    DType.FLOAT8_E5M2: ("F8_E5M2",),
+    DType.FLOAT4_E2M1: ("F4", "F8_E4M3FN", "U8"),
+    DType.INT64: ("I64",),
+    DType.INT32: ("I32",),
+    DType.INT16: ("I16",),
+    DType.INT8: ("I8",),
+    DType.BOOL: ("BOOL",),
+}
+_MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit
+
+
+@dataclass(frozen=True)
+class _Finding:
+    """A problem before its file and line are known: (field path, message, level)."""
+
+    field: Optional[str]
+    message: str
+    level: str = "error"
+
+
+def _err(field: Optional[str], message: str) -> _Finding:
+    return _Finding(field, message, "error")
+
+
+def _warn(field: Optional[str], message: str) -> _Finding:
+    return _Finding(field, message, "warning")
+
+
+# --------------------------------------------------------------------------- safetensors
+class SafetensorsHeaderError(ValueError):
+    """A safetensors file whose header cannot be read."""
+
+
+def read_safetensors_header(path: Union[str, Path]) -> Dict[str, Dict[str, Any]]:
+    """Tensor name -> {"dtype", "shape", "data_offsets"} from a safetensors file, without torch.
+
+    The format is an 8-byte little-endian header length, a JSON header, then the raw data.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise SafetensorsHeaderError("file is shorter than the 8-byte header length")
+            (n,) = struct.unpack("<Q", head)
+            if n > _MAX_HEADER_BYTES or n > size - 8:
+                raise SafetensorsHeaderError(f"header length {n} does not fit a {size}-byte file")
+            raw = f.read(n)
+    except OSError as e:
+        raise SafetensorsHeaderError(f"cannot read: {e.strerror or e}") from e
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SafetensorsHeaderError(f"header is not JSON: {e}") from e
+    if not isinstance(header, dict):
+        raise SafetensorsHeaderError("header is not a JSON object")
+    data_len = size - 8 - n
+    out = {}
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+        if not (
+            isinstance(info, dict)
+            and isinstance(info.get("dtype"), str)
+            and isinstance(info.get("shape"), list)
+            and all(isinstance(d, int) and d >= 0 for d in info["shape"])
+            and isinstance(info.get("data_offsets"), list)
+            and len(info["data_offsets"]) == 2
+        ):
+            raise SafetensorsHeaderError(f"tensor {key!r} has a malformed header entry")
+        begin, end = info["data_offsets"]
+        if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end <= data_len):
+            raise SafetensorsHeaderError(
+                f"tensor {key!r} data [{begin}, {end}) lies outside the {data_len}-byte data section "
+                "(truncated file?)"
+            )
+        out[key] = info
+    return out
+
+
+class _HeaderCache:
+    """Many workloads share one safetensors file: read each header once."""
+
+    def __init__(self) -> None:
+        self._cache: Dict[Path, Union[Dict[str, Any], SafetensorsHeaderError]] = {}
+
+    def get(self, path: Path) -> Dict[str, Any]:
+        if path not in self._cache:
+            try:
+                self._cache[path] = read_safetensors_header(path)
+            except SafetensorsHeaderError as e:
+                self._cache[path] = e
+        v = self._cache[path]
+        if isinstance(v, SafetensorsHeaderError):
+            raise v
+        return v
+
+
+# --------------------------------------------------------------------------- definitions
+def definition_problems(d: Definition) -> List[_Finding]:
+    """Our strict checks of one definition (field paths relative to the definition)."""
+    out = [_err(f, m) for f, m in d.problem_items(strict=True)]
+    for group in ("tags", "constraints"):
+        for i, v in enumerate(getattr(d, group)):
+            if not v.strip():
+                out.append(_err(f"{group}[{i}]", "empty string (FlashInfer-Bench 0.1.2 refuses it)"))
+    for group, specs in (("inputs", d.inputs), ("outputs", d.outputs)):
+        for name, spec in specs.items():
+            if not name:
+                out.append(_err(group, "empty tensor name"))
+            shape = spec.shape or []
+            if shape and all(a in d.const_axes for a in shape):
+                n = math.prod(d.const_axes[a] for a in shape)
+                if n > MAX_TENSOR_ELEMENTS:
+                    out.append(_err(
+                        f"{group}.{name}.shape",
+                        f"{n} elements from const axes alone, more than 2^36",
+                    ))
+    for name in d.axes:
+        if not name:
+            out.append(_err("axes", "empty axis name"))
+        elif name in d.inputs or name in d.outputs:
+            out.append(_warn(f"axes.{name}", "axis has the same name as a tensor"))
+    return out
+
+
+# --------------------------------------------------------------------------- solutions
+def solution_problems(s: Solution, definitions: Dict[str, Definition]) -> List[_Finding]:
+    """Checks of one solution (field paths relative to the solution)."""
+    out: List[_Finding] = []
+    if s.definition not in definitions:
+        out.append(_err("definition", f"unknown definition {s.definition!r}"))
+    for p in s.problems():
+        field, _, msg = p.partition(": ")
+        out.append(_err(field, msg))
+    if not s.spec.target_hardware:
+        out.append(_err("spec.target_hardware", "empty list (FlashInfer-Bench 0.1.2 needs at least one)"))
+    for i, dep in enumerate(s.spec.dependencies):
+        if not dep.strip():
+            out.append(_err(f"spec.dependencies[{i}]", "empty string (FlashInfer-Bench 0.1.2 refuses it)"))
+    for i, src in enumerate(s.sources):
+        if not src.content:
+            out.append(_err(f"sources[{i}].content", "empty file (FlashInfer-Bench 0.1.2 refuses it)"))
+    if s.spec.language in (SupportedLanguages.PYTHON, SupportedLanguages.TRITON):
+        out += _python_entry_problems(s)
+    return out
+
+
+def _python_entry_problems(s: Solution) -> List[_Finding]:
+    """Python/Triton sources: warn when the entry file does not parse or lacks the entry symbol
+    (the build would fail; the dataset itself still loads)."""
+    entry = s.get_source(s.spec.entry_file)
+    if entry is None:
+        return []
+    i = s.sources.index(entry)
+    try:
+        tree = ast.parse(entry.content)
+    except SyntaxError as e:
+        return [_warn(f"sources[{i}].content", f"{entry.path}:{e.lineno}: syntax error: {e.msg}")]
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    if s.spec.entry_symbol not in names:
+        return [_warn("spec.entry_point", f"{entry.path} defines no top-level {s.spec.entry_symbol!r}")]
+    return []
+
+
+# --------------------------------------------------------------------------- workloads
+def _scalar_type_problem(spec_dtype: DType, value: Any) -> Optional[str]:
+    if spec_dtype is DType.BOOL:
+        ok = isinstance(value, bool)
+    elif spec_dtype.is_int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        return None
+    return f"value {value!r} ({type(value).__name__}) does not fit the declared dtype {spec_dtype}"
+
+
+def workload_problems(
+    d: Definition,
+    w: Workload,
+    dataset_root: Optional[Path] = None,
+    headers: Optional[_HeaderCache] = None,
+    fields_set: Optional[set] = None,
+) -> List[_Finding]:
+    """Checks of one workload against its definition (field paths start at 'workload').
+
+    `dataset_root` resolves safetensors paths; without it their files are not checked.
+    """
+    out: List[_Finding] = []
+    headers = headers or _HeaderCache()
+    if fields_set is not None:
+        for f in ("inputs", "uuid"):
+            if f not in fields_set:
+                out.append(_err(f"workload.{f}", "required field is missing (FlashInfer-Bench 0.1.2 needs it)"))
+    consts = d.const_axes
+    axes_ok = True
+    for ax in d.var_axes:
+        if ax not in w.axes:
+            out.append(_err("workload.axes", f"missing var axis {ax!r}"))
+            axes_ok = False
+    for ax, v in w.axes.items():
+        if ax in consts:
+            if v != consts[ax]:
+                out.append(_err(f"workload.axes.{ax}", f"is {v}, the definition fixes it to {consts[ax]}"))
+                axes_ok = False
+        elif ax not in d.axes:
+            out.append(_warn(f"workload.axes.{ax}", f"unknown axis {ax!r} (ignored)"))
+    shapes: Dict[str, Optional[Tuple[int, ...]]] = {}
+    if axes_ok:
+        values = {ax: w.axes[ax] for ax in d.var_axes}
+        for group, specs, got in (
+            ("inputs", d.inputs, d.get_input_shapes(values)),
+            ("outputs", d.outputs, d.get_output_shapes(values)),
+        ):
+            for name, shape in got.items():
+                if shape is None:
+                    continue
+                n = math.prod(shape)
+                if n > MAX_TENSOR_ELEMENTS:
+                    out.append(_err(
+                        "workload.axes",
+                        f"{group[:-1]} {name!r} would have shape {shape}: {n} elements, more than "
+                        "2^36 (an absurd size, likely a typo)",
+                    ))
+                    axes_ok = False
+            if group == "inputs":
+                shapes = got
+        if axes_ok:
+            for expr in d.check_constraints(w.axes):
+                out.append(_err("workload.axes", f"constraint {expr!r} does not hold for {dict(w.axes)}"))
+    for name, spec in w.inputs.items():
+        field = f"workload.inputs.{name}"
+        if name not in d.inputs:
+            hint = " (an output)" if name in d.outputs else ""
+            out.append(_err(field, f"unknown input {name!r}{hint}; the definition's inputs are {list(d.inputs)}"))
+            continue
+        tspec = d.inputs[name]
+        if isinstance(spec, ScalarInput):
+            if tspec.shape:
+                out.append(_err(field, f"a scalar value for a tensor input of shape {tspec.shape}"))
+            else:
+                why = _scalar_type_problem(tspec.dtype, spec.value)
+                if why:
+                    out.append(_err(f"{field}.value", why))
+        elif isinstance(spec, RandomInput):
+            if spec.dtype is not None:
+                try:
+                    dt = DType(spec.dtype)
+                except ValueError:
+                    out.append(_err(f"{field}.dtype", f"unknown dtype {spec.dtype!r}"))
+                else:
+                    if dt != tspec.dtype:
+                        out.append(_err(f"{field}.dtype", f"{dt} but the definition declares {tspec.dtype}"))
+            if tspec.shape is None:
+                out.append(_warn(field, "a random value for a scalar input"))
+        elif isinstance(spec, SafetensorsInput):
+            out += _safetensors_problems(field, spec, tspec.dtype, shapes.get(name), dataset_root, headers)
+    for name, tspec in d.inputs.items():
+        if tspec.shape is None and name not in w.inputs:
+            out.append(_warn("workload.inputs", f"scalar input {name!r} has no value (it will be random)"))
+    return out
+
+
+def _safetensors_problems(
+    field: str,
+    spec: SafetensorsInput,
+    dtype: DType,
+    shape: Optional[Tuple[int, ...]],
+    root: Optional[Path],
+    headers: _HeaderCache,
+) -> List[_Finding]:
+    out: List[_Finding] = []
+    rel = PurePosixPath(spec.path)
+    if rel.is_absolute():
+        out.append(_warn(f"{field}.path", "absolute path; paths relative to the dataset root keep it relocatable"))
+    elif ".." in rel.parts:
+        out.append(_warn(f"{field}.path", "path leaves the dataset root"))
+    if root is None:
+        return out
+    f = root / spec.path
+    if not f.is_file():
+        return out + [_err(f"{field}.path", f"file {spec.path!r} not found under the dataset root {str(root)!r}")]
+    try:
+        header = headers.get(f)
+    except SafetensorsHeaderError as e:
+        return out + [_err(f"{field}.path", f"{spec.path}: not a readable safetensors file: {e}")]
+    info = header.get(spec.tensor_key)
+    if info is None:
+        keys = sorted(header)[:10]
+        return out + [_err(f"{field}.tensor_key", f"no tensor {spec.tensor_key!r} in {spec.path} (it has {keys})")]
+    if info["dtype"] not in _ST_DTYPES[dtype]:
+        out.append(_err(
+            f"{field}.tensor_key",
+            f"tensor {spec.tensor_key!r} in {spec.path} is {info['dtype']}, the definition declares {dtype}",
+        ))
+    got = tuple(info["shape"])
+    if shape is not None and got != shape:
+        packed = dtype is DType.FLOAT4_E2M1 and got[:-1] == shape[:-1] and got and got[-1] * 2 == shape[-1]
+        if not packed:
+            out.append(_err(
+                f"{field}.tensor_key",
+                f"tensor {spec.tensor_key!r} in {spec.path} has shape {list(got)}, the workload needs {list(shape)}",
+            ))
+    return out
+
+
+# --------------------------------------------------------------------------- traces
+def _evaluation_problems(t: Trace) -> List[_Finding]:
+    ev = t.evaluation
+    out: List[_Finding] = []
+    if ev is None:
+        return [_err("evaluation", "a trace line needs an evaluation (a line without one is a workload)")]
+    if ev.correctness is not None:
+        for k in ("max_relative_error", "max_absolute_error"):
+            v = getattr(ev.correctness, k)
+            if not math.isnan(v) and v < 0:
+                out.append(_err(f"evaluation.correctness.{k}", f"negative ({v})"))
+    if ev.performance is not None:
+        for k in ("latency_ms", "reference_latency_ms", "speedup_factor"):
+            v = getattr(ev.performance, k)
+            if math.isnan(v) or v < 0:
+                out.append(_err(f"evaluation.performance.{k}", f"must be a non-negative number, got {v}"))
+        if ev.status == EvaluationStatus.PASSED and ev.performance.latency_ms == 0:
+            out.append(_warn("evaluation.performance.latency_ms", "a PASSED trace with zero latency"))
+    return out
+
+
+# --------------------------------------------------------------------------- the dataset
+class _Collector:
+    """Turns findings about an entity into Problems located at the entity's file and line."""
+
+    def __init__(self, ts: TraceSet):
+        self.ts = ts
+        self.problems: List[Problem] = []
+
+    def add(self, entity: Any, findings: List[_Finding]) -> None:
+        path, line, prefix = self.ts.origin(entity)
+        for f in findings:
+            field = ".".join(p for p in (prefix, f.field or "") if p) or None
+            self.problems.append(Problem(path, f.message, line, field, f.level))
+
+
+def validate_trace_set(ts: TraceSet, check_files: bool = True) -> List[Problem]:
+    """Problems of a loaded TraceSet beyond those found while loading (see `ts.problems`).
+
+    check_files: resolve safetensors inputs under `ts.root` and read their headers.
+    """
+    c = _Collector(ts)
+    root = ts.root if check_files else None
+    headers = _HeaderCache()
+    for d in ts.definitions.values():
+        c.add(d, definition_problems(d))
+        path, _, prefix = ts.origin(d)
+        if not prefix and path != "<memory>" and Path(path).stem != d.name:
+            c.add(d, [_warn("name", f"{d.name!r} differs from the file name {Path(path).name!r}")])
+    for s in ts.all_solutions():
+        c.add(s, solution_problems(s, ts.definitions))
+
+    seen_uuid: Dict[str, Trace] = {}
+    checked: Dict[str, Workload] = {}
+    for dname, items in ts.workloads.items():
+        for w in items:
+            findings: List[_Finding] = []
+            path, _, _ = ts.origin(w)
+            in_traces = _top_dir(ts, path) == "traces"
+            if not w.is_workload:
+                findings.append(_err(
+                    "solution" if w.solution is not None else "evaluation",
+                    "a workload line must have solution and evaluation null (results go in traces/)",
+                ))
+            elif in_traces:
+                findings.append(_err("evaluation", "a line in traces/ without solution and evaluation (workloads go in workloads/)"))
+            d = ts.definitions.get(dname)
+            if d is None:
+                findings.append(_err("definition", f"unknown definition {dname!r}"))
+            else:
+                findings += workload_problems(d, w.workload, root, headers, w.workload.model_fields_set)
+                checked[w.workload.uuid] = w.workload
+            first = seen_uuid.get(w.workload.uuid)
+            if first is not None:
+                fpath, fline, _ = ts.origin(first)
+                where = f"{fpath}:{fline}" if fline is not None else fpath
+                findings.append(_err("workload.uuid", f"duplicate workload uuid {w.workload.uuid!r} (first at {where})"))
+            else:
+                seen_uuid[w.workload.uuid] = w
+            c.add(w, findings)
+
+    seen_keys: Dict[Tuple[str, str, str, str], Trace] = {}
+    for dname, items in ts.traces.items():
+        for t in items:
+            findings = []
+            d = ts.definitions.get(dname)
+            if d is None:
+                findings.append(_err("definition", f"unknown definition {dname!r}"))
+            else:
+                known = checked.get(t.workload.uuid)
+                if known is None or known != t.workload:
+                    findings += workload_problems(d, t.workload, root, headers, t.workload.model_fields_set)
+                    checked.setdefault(t.workload.uuid, t.workload)
+                if t.workload.uuid not in seen_uuid:
+                    findings.append(_warn("workload.uuid", f"workload {t.workload.uuid!r} is not in workloads/"))
+            if t.solution is None:
+                findings.append(_err("solution", "a trace line needs a solution"))
+            else:
+                s = ts.get_solution(t.solution)
+                if s is None:
+                    findings.append(_warn("solution", f"unknown solution {t.solution!r}"))
+                elif s.definition != dname:
+                    findings.append(_err("solution", f"solution {t.solution!r} implements {s.definition!r}, not {dname!r}"))
+            findings += _evaluation_problems(t)
+            key = trace_key(t)
+            if key in seen_keys and t.evaluation is not None:
+                fpath, fline, _ = ts.origin(seen_keys[key])
+                findings.append(_warn(None, f"another trace of this solution, workload and hardware at {fpath}:{fline}"))
+            seen_keys.setdefault(key, t)
+            c.add(t, findings)
+    return c.problems
+
+
+def _top_dir(ts: TraceSet, path: str) -> Optional[str]:
+    if ts.root is None or path == "<memory>":
+        return None
+    try:
+        return Path(path).relative_to(ts.root).parts[0]
+    except (ValueError, IndexError):
+        return None
+
+
+def _sort_key(p: Problem) -> Tuple[str, int]:
+    return (p.path, p.line or 0)
+
+
+def check_dataset(path: Union[str, Path], check_files: bool = True) -> Tuple[TraceSet, List[Problem]]:
+    """Load a dataset directory (or a TraceSet bundle file) and find all its problems.
+
+    Returns the TraceSet (with every entry that loaded) and the problems, sorted by file and
+    line. It never raises for bad content: all of it becomes Problems.
+    """
+    path = Path(path)
+    if path.is_file():
+        ts = TraceSet.load(path, strict=False)
+    elif path.is_dir():
+        ts = TraceSet.from_path(path)
+        if not any((path / d).is_dir() for d in ("definitions", "solutions", "workloads", "traces")):
+            ts.problems.append(
+                Problem(str(path), "no definitions/, solutions/, workloads/ or traces/ here: not a dataset")
+            )
+    else:
+        return TraceSet(), [Problem(str(path), "no such dataset directory or file")]
+    problems = list(ts.problems) + validate_trace_set(ts, check_files)
+    # one Problem per distinct (place, message): a workload shared by many traces says it once
+    unique = list(dict.fromkeys(problems))
+    return ts, sorted(unique, key=_sort_key)
+
+
+def validate_dataset(path: Union[str, Path], check_files: bool = True) -> List[Problem]:
+    """Every error and warning of a dataset directory (or a TraceSet bundle file), sorted by file
+    and line; `[p for p in problems if p.level == "error"]` empty means the dataset is valid."""
+    return check_dataset(path, check_files)[1]
+
+
+def errors(problems: List[Problem]) -> List[Problem]:
+    return [p for p in problems if p.level == "error"]
+
+
+def warnings(problems: List[Problem]) -> List[Problem]:
+    return [p for p in problems if p.level == "warning"]
