@@ -11,7 +11,6 @@ rule aggregate:
     log:
         f"{RESULTS}/logs/aggregate/{{definition}}.log",
     params:
-        dataset=str(DATASET),
         save_results=config.get("save_results", True),
     localrule: True
     script:

@@ -15,10 +15,8 @@ rule benchmark:
         evaluation=lambda wc: canonical(evaluation_for(config, wc.definition, DEVICE)),
         device=DEVICE,
         harness_version=HARNESS_VERSION,
-        solution_file=lambda wc: str(PLAN.solution_files[wc.solution]),
-        definition_file=lambda wc: str(PLAN.definition_files[wc.definition]),
-        dataset=str(DATASET),
-        cache_dir=config.get("cache_dir") or "",
+        solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
+        definition_file=lambda wc: rel(PLAN.definition_files[wc.definition]),
     resources:
         gpu=1 if DEVICE.startswith("cuda") else 0,
     script:

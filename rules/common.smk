@@ -36,5 +36,10 @@ wildcard_constraints:
     uuid="[^/]+",
 
 
+def rel(path):
+    """Dataset-relative paths in params: moving the dataset directory re-runs nothing."""
+    return str(Path(path).relative_to(DATASET))
+
+
 def trace_path(job):
     return f"{RESULTS}/traces/{job.definition}/{job.solution}/{job.uuid}.json"

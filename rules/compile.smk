@@ -12,9 +12,8 @@ rule compile:
         content_hash=lambda wc: PLAN.solutions[wc.solution].content_hash(),
         definition_digest=lambda wc: DEF_DIGEST[PLAN.solutions[wc.solution].definition],
         toolchain=TOOLCHAIN,
-        solution_file=lambda wc: str(PLAN.solution_files[wc.solution]),
-        definition_file=lambda wc: str(PLAN.definition_files[PLAN.solutions[wc.solution].definition]),
-        cache_dir=config.get("cache_dir") or "",
+        solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
+        definition_file=lambda wc: rel(PLAN.definition_files[PLAN.solutions[wc.solution].definition]),
         device=DEVICE,
     script:
         "../scripts/compile.py"

@@ -16,7 +16,6 @@ rule report:
     log:
         f"{RESULTS}/logs/report.log",
     params:
-        dataset=str(DATASET),
         skipped=canonical(SKIPPED),
         problems=canonical([str(p) for p in PLAN.problems]),
         save_results=config.get("save_results", True),

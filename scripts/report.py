@@ -1,8 +1,10 @@
 # Snakemake job: write the plain summary and the HTML report of the dataset's traces.
+from pathlib import Path
+
 from flashinfer_bench.pipeline.jobs import report_job
 
 report_job(
-    dataset=snakemake.params.dataset,
+    dataset=str(Path(snakemake.config["dataset"]).resolve()),
     aggregates=list(snakemake.input.aggregates),
     builds=list(snakemake.input.builds),
     summary_out=snakemake.output.summary,

@@ -1,0 +1,127 @@
+"""The design's incremental-run table, each row checked by running the real pipeline twice."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flashinfer_bench.data import TraceSet
+
+from .harness import TORCH_VALUE, definition, run_pipeline, workload_line, write_dataset
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("incremental")
+    write_dataset(work)
+    r = run_pipeline(work)
+    assert r.rc == 0, r.output[-4000:]
+    return work, r
+
+
+def _fresh(tmp_path, first_run):
+    """A copy of the first run's workdir (dataset, results, Snakemake metadata)."""
+    import shutil
+
+    work, _ = first_run
+    dst = tmp_path / "w"
+    shutil.copytree(work, dst, symlinks=True)
+    # the copy's absolute dataset path differs: point the config at it
+    return dst
+
+
+def test_first_run_benchmarks_everything(first_run):
+    work, r = first_run
+    assert r.count("compile") == 2
+    assert r.count("benchmark") == 6
+    ts = TraceSet.from_path(work / "dataset")
+    traces = ts.traces_for("rms_h256")
+    assert len(traces) == 6
+    assert {t.evaluation.status.value for t in traces} == {"PASSED"}, [t.evaluation.log for t in traces]
+    assert (work / "results/report/summary.txt").exists()
+    assert (work / "results/report/index.html").exists()
+
+
+def test_noop_runs_nothing(tmp_path, first_run):
+    work = _fresh(tmp_path, first_run)
+    r = run_pipeline(work)
+    assert r.rc == 0, r.output[-3000:]
+    # the copy moved the dataset path, so only params that name paths may differ; nothing is benchmarked
+    assert r.count("benchmark") == 0, r.output[-3000:]
+    r2 = run_pipeline(work)
+    assert r2.rc == 0
+    assert "Nothing to be done" in r2.output, r2.output[-3000:]
+
+
+def _edit_solution(work: Path, name: str, **changes):
+    f = next((work / "dataset/solutions").rglob(f"{name}.json"))
+    obj = json.loads(f.read_text())
+    for k, v in changes.items():
+        if k == "source":
+            obj["sources"][0]["content"] = v
+        else:
+            obj[k] = v
+    f.write_text(json.dumps(obj, indent=2))
+
+
+def test_source_edit_reruns_only_that_solution(tmp_path, first_run):
+    work = _fresh(tmp_path, first_run)
+    run_pipeline(work)  # settle path params of the copy
+    _edit_solution(work, "torch_value", source=TORCH_VALUE + "\n# faster now\n")
+    r = run_pipeline(work)
+    assert r.rc == 0, r.output[-3000:]
+    assert [j["solution"] for j in r.ran("compile")] == ["torch_value"]
+    assert {j["solution"] for j in r.ran("benchmark")} == {"torch_value"}
+    assert r.count("benchmark") == 3
+
+
+def test_description_edit_reruns_no_benchmark(tmp_path, first_run):
+    work = _fresh(tmp_path, first_run)
+    run_pipeline(work)
+    _edit_solution(work, "torch_value", description="a new description", author="someone-else")
+    r = run_pipeline(work)
+    assert r.rc == 0, r.output[-3000:]
+    assert r.count("benchmark") == 0
+    assert r.count("compile") == 0
+
+
+def test_appended_workload_runs_only_its_jobs(tmp_path, first_run):
+    work = _fresh(tmp_path, first_run)
+    run_pipeline(work)
+    with open(work / "dataset/workloads/rmsnorm/rms_h256.jsonl", "a") as f:
+        f.write(workload_line("rms_h256", 64))
+    r = run_pipeline(work)
+    assert r.rc == 0, r.output[-3000:]
+    assert sorted((j["solution"], j["uuid"]) for j in r.ran("benchmark")) == [
+        ("torch_dps", "rms_h256_b64"), ("torch_value", "rms_h256_b64")]
+    assert r.count("compile") == 0
+    ts = TraceSet.from_path(work / "dataset")
+    assert len(ts.traces_for("rms_h256")) == 8
+
+
+def test_reference_edit_reruns_the_definition(tmp_path, first_run):
+    work = _fresh(tmp_path, first_run)
+    run_pipeline(work)
+    f = work / "dataset/definitions/rmsnorm/rms_h256.json"
+    d = definition()
+    d["reference"] = d["reference"].replace("mean(-1", "mean(dim=-1")
+    f.write_text(json.dumps(d, indent=2))
+    r = run_pipeline(work)
+    assert r.rc == 0, r.output[-3000:]
+    assert r.count("benchmark") == 6
+
+
+def test_evaluation_setting_reruns_benchmarks(tmp_path, first_run):
+    work = _fresh(tmp_path, first_run)
+    run_pipeline(work)
+    r = run_pipeline(work, config={"cpu": {"evaluation": {"warmup_runs": 1, "iterations": 4, "num_trials": 1, "max_time_s": 0.05, "timeout_s": 60}}})
+    assert r.rc == 0, r.output[-3000:]
+    assert r.count("benchmark") == 6
+    assert r.count("compile") == 0
+    # a per-definition override touches only that definition's jobs (here: all of them, one definition)
+    r = run_pipeline(work, config={"cpu": {"evaluation": {"warmup_runs": 1, "iterations": 4, "num_trials": 1, "max_time_s": 0.05, "timeout_s": 60}},
+                                   "definition_evaluation": {"other_definition": {"rtol": 0.5}}})
+    assert r.count("benchmark") == 0
