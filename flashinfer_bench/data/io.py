@@ -182,7 +182,10 @@ def unknown_fields(model: BaseModel, path: str, line: Optional[int], prefix: str
     """Warnings for fields the model does not know (upstream may add fields: warn, do not fail)."""
     out = []
     extra = model.model_extra or {}
+    known = getattr(type(model), "known_extra_fields", frozenset())
     for k in extra:
+        if k in known:
+            continue
         out.append(Problem(path, f"unknown field {k!r} (kept, ignored)", line, (prefix + "." + k).strip("."), "warning"))
     for name, value in model:
         sub = f"{prefix}.{name}".strip(".")

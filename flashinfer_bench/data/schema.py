@@ -9,6 +9,7 @@ extensions); unknown fields are allowed everywhere because upstream may add fiel
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
 from pathlib import Path
@@ -231,12 +232,27 @@ _PERFORMANCE = {
     },
 }
 
+_OPT_INT = {"type": ["integer", "null"]}
+_OPT_OBJ = {"type": ["object", "null"]}
 _ENVIRONMENT = {
     "type": "object",
     "required": ["hardware"],
     "properties": {
-        "hardware": _NONEMPTY,
+        "hardware": {**_NONEMPTY, "description": "Device name as torch reports it, e.g. 'NVIDIA H100 80GB HBM3'."},
         "libs": {"type": "object", "additionalProperties": {"type": "string"}},
+        # our extra keys (docs/internals.md); FlashInfer-Bench 0.1.2 ignores them
+        "device": {**_OPT_STR, "description": "Our extension: 'cuda:0', 'cpu', ..."},
+        "device_index": _OPT_INT,
+        "gpu_uuid": _OPT_STR,
+        "sm_count": _OPT_INT,
+        "l2_bytes": _OPT_INT,
+        "clocks_start": {**_OPT_OBJ, "description": "Our extension: clocks in MHz when the evaluation began."},
+        "clocks_end": _OPT_OBJ,
+        "hostname": _OPT_STR,
+        "seed": _OPT_INT,
+        "start_time": {**_OPT_STR, "description": "Our extension: ISO UTC time the evaluation began."},
+        "end_time": _OPT_STR,
+        "worker_pid": _OPT_INT,
     },
 }
 
@@ -359,6 +375,7 @@ def schema_text(schema: Dict[str, Any]) -> str:
     return json.dumps(schema, indent=2) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
 def validator(name: str):
     """A jsonschema validator for one of the four schemas (jsonschema is imported lazily)."""
     import jsonschema

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Dict, Optional
+from typing import Any, ClassVar, Dict, FrozenSet, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -58,6 +58,13 @@ class Environment(BaseModel):
     model_config = ConfigDict(extra="allow")
     hardware: str = Field(min_length=1)
     libs: Dict[str, str] = Field(default_factory=dict)
+
+    # Our extra keys (docs/internals.md): kept as extras so upstream's files stay unchanged on a
+    # round trip; listed so that `validate` does not warn about them as unknown fields.
+    known_extra_fields: ClassVar[FrozenSet[str]] = frozenset({
+        "device", "device_index", "gpu_uuid", "sm_count", "l2_bytes", "clocks_start",
+        "clocks_end", "hostname", "seed", "start_time", "end_time", "worker_pid",
+    })
 
 
 _FLAT_CORRECTNESS = ("max_relative_error", "max_absolute_error")
