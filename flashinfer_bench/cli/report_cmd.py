@@ -1,0 +1,104 @@
+"""`flashinfer-bench report {summary,best,roofline,html}`: turn traces into answers.
+
+pandas and matplotlib are imported only when a report command runs, so `flashinfer-bench --help`
+and the other subcommands stay fast.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+FORMATS = ("text", "csv", "json", "markdown")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--local", action="append", metavar="PATH", default=None,
+                   help="dataset directory (or TraceSet .json bundle); repeat to merge several "
+                        "(default: $FLASHINFER_BENCH_DATASET_PATH / $FIB_DATASET_PATH or ./flashinfer-trace)")
+    p.add_argument("--log-level", default="WARNING", help=argparse.SUPPRESS)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    rep = subparsers.add_parser("report", help="summaries, best solutions, roofline and an HTML report from traces",
+                                description="Reports from the traces of one or more datasets; every table is per "
+                                            "definition and device (devices are never averaged together).")
+    sub = rep.add_subparsers(dest="report_command", metavar="REPORT")
+    rep.set_defaults(func=lambda args: (rep.print_help(), 2)[1])
+    for name, helptext in (
+        ("summary", "traces by status; per definition and device a leaderboard and a solutions x workloads table"),
+        ("best", "per definition, device and workload the fastest correct solution, and whether the win is inside the noise"),
+        ("roofline", "achieved GB/s and TFLOP/s and the share of the device's peak, per trace"),
+    ):
+        p = sub.add_parser(name, help=helptext, description=helptext)
+        _common(p)
+        p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+        p.add_argument("--table", default="", help="with --format csv: which table to print "
+                       "(summary: leaderboard|matrix|counts; best: best; roofline: roofline)")
+        p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
+        p.set_defaults(func=run, report_command=name)
+    h = sub.add_parser("html", help="write one self-contained HTML report (plots inlined) plus PNG/CSV assets",
+                       description="Write DIR/index.html (self-contained), DIR/plots/*.png, DIR/tables/*.html, DIR/*.csv.")
+    _common(h)
+    h.add_argument("--output", "-o", metavar="DIR", default="results/report", help="output directory (default: results/report)")
+    h.add_argument("--skipped", metavar="FILE", help="JSON list (or JSON lines) of {definition, solution, workload, reason} "
+                   "for workloads the pipeline skipped")
+    h.add_argument("--title", default="FlashInfer-Bench report")
+    h.add_argument("--no-assets", action="store_true", help="write only index.html")
+    h.set_defaults(func=run, report_command="html")
+
+
+def _paths(args: argparse.Namespace) -> List[Path]:
+    if args.local:
+        return [Path(p) for p in args.local]
+    from flashinfer_bench.env import dataset_path
+
+    return [dataset_path()]
+
+
+def _read_skipped(path: str) -> List[Dict[str, Any]]:
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
+        raise ValueError(f"{path}: expected a JSON list of objects")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    paths = _paths(args)
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        print(f"flashinfer-bench report: no such dataset: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    if args.report_command == "html":
+        from flashinfer_bench.report import write_report
+
+        try:
+            skipped = _read_skipped(args.skipped) if args.skipped else []
+        except (OSError, ValueError) as e:
+            print(f"flashinfer-bench report html: cannot read --skipped: {e}", file=sys.stderr)
+            return 1
+        index = write_report(paths, args.output, skipped=skipped, title=args.title, assets=not args.no_assets)
+        print(f"Wrote {index}")
+        return 0
+    from flashinfer_bench.report import load_paths, render_command, summarize
+
+    ts = load_paths(paths)
+    try:
+        text = render_command(summarize(ts), args.report_command, args.format, args.table)
+    except ValueError as e:
+        print(f"flashinfer-bench report {args.report_command}: {e}", file=sys.stderr)
+        return 2
+    if args.output:
+        from flashinfer_bench.data import atomic_write_text
+
+        atomic_write_text(args.output, text)
+        print(f"Wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
