@@ -7,7 +7,7 @@ from enum import Enum
 from pathlib import PurePosixPath
 from typing import List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class SupportedLanguages(str, Enum):
@@ -30,16 +30,15 @@ class BuildSpec(BaseModel):
     destination_passing_style: bool = True
     binding: Optional[Literal["tvm-ffi", "torch"]] = None
 
-    @model_validator(mode="after")
-    def _entry(self) -> "BuildSpec":
-        if self.entry_point.count("::") != 1:
-            raise ValueError(
-                f"entry_point {self.entry_point!r} must be 'file::function' (exactly one '::')"
-            )
-        f, fn = self.entry_point.split("::")
+    @field_validator("entry_point")
+    @classmethod
+    def _entry(cls, v: str) -> str:
+        if v.count("::") != 1:
+            raise ValueError("must be 'file::function' (exactly one '::')")
+        f, fn = v.split("::")
         if not f or not fn:
-            raise ValueError(f"entry_point {self.entry_point!r} must be 'file::function'")
-        return self
+            raise ValueError("must be 'file::function' (both parts non-empty)")
+        return v
 
     @property
     def entry_file(self) -> str:

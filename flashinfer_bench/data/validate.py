@@ -21,10 +21,10 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .definition import MAX_TENSOR_ELEMENTS, Definition
 from .dtypes import DType
-from .io import Problem
+from .io import Problem, read_json
 from .solution import Solution, SupportedLanguages
 from .trace import EvaluationStatus, Trace
-from .trace_set import TraceSet, trace_key
+from .trace_set import TraceSet
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
@@ -282,7 +282,7 @@ def workload_problems(
             if group == "inputs":
                 shapes = got
         if axes_ok:
-            for expr in d.check_constraints(w.axes):
+            for expr in _checkable_constraints(d).check_constraints(w.axes):
                 out.append(_err("workload.axes", f"constraint {expr!r} does not hold for {dict(w.axes)}"))
     for name, spec in w.inputs.items():
         field = f"workload.inputs.{name}"
@@ -315,6 +315,16 @@ def workload_problems(
         if tspec.shape is None and name not in w.inputs:
             out.append(_warn("workload.inputs", f"scalar input {name!r} has no value (it will be random)"))
     return out
+
+
+def _checkable_constraints(d: Definition) -> Definition:
+    """The definition with only the constraints that are sound expressions over its axes (the
+    others are reported once, on the definition, not on every workload)."""
+    bad = {f for f, _ in d.problem_items(strict=True) if f.startswith("constraints[")}
+    if not bad:
+        return d
+    keep = [c for i, c in enumerate(d.constraints) if f"constraints[{i}]" not in bad]
+    return d.model_copy(update={"constraints": keep})
 
 
 def _safetensors_problems(
@@ -396,11 +406,16 @@ class _Collector:
             self.problems.append(Problem(path, f.message, line, field, f.level))
 
 
-def validate_trace_set(ts: TraceSet, check_files: bool = True) -> List[Problem]:
+def validate_trace_set(
+    ts: TraceSet, check_files: bool = True, broken: Optional[set] = None
+) -> List[Problem]:
     """Problems of a loaded TraceSet beyond those found while loading (see `ts.problems`).
 
     check_files: resolve safetensors inputs under `ts.root` and read their headers.
+    broken: names of definitions whose file exists but did not load (their errors are already
+    reported): what refers to them is not reported again as 'unknown definition'.
     """
+    broken = broken or set()
     c = _Collector(ts)
     root = ts.root if check_files else None
     headers = _HeaderCache()
@@ -410,7 +425,10 @@ def validate_trace_set(ts: TraceSet, check_files: bool = True) -> List[Problem]:
         if not prefix and path != "<memory>" and Path(path).stem != d.name:
             c.add(d, [_warn("name", f"{d.name!r} differs from the file name {Path(path).name!r}")])
     for s in ts.all_solutions():
-        c.add(s, solution_problems(s, ts.definitions))
+        if s.definition in broken:
+            c.add(s, [f for f in solution_problems(s, ts.definitions) if f.field != "definition"])
+        else:
+            c.add(s, solution_problems(s, ts.definitions))
 
     seen_uuid: Dict[str, Trace] = {}
     checked: Dict[str, Workload] = {}
@@ -428,12 +446,15 @@ def validate_trace_set(ts: TraceSet, check_files: bool = True) -> List[Problem]:
                 findings.append(_err("evaluation", "a line in traces/ without solution and evaluation (workloads go in workloads/)"))
             d = ts.definitions.get(dname)
             if d is None:
-                findings.append(_err("definition", f"unknown definition {dname!r}"))
+                if dname not in broken:
+                    findings.append(_err("definition", f"unknown definition {dname!r}"))
             else:
                 findings += workload_problems(d, w.workload, root, headers, w.workload.model_fields_set)
                 checked[w.workload.uuid] = w.workload
             first = seen_uuid.get(w.workload.uuid)
-            if first is not None:
+            if not w.is_workload:
+                pass  # a result line misplaced in workloads/: reported above, not a workload
+            elif first is not None:
                 fpath, fline, _ = ts.origin(first)
                 where = f"{fpath}:{fline}" if fline is not None else fpath
                 findings.append(_err("workload.uuid", f"duplicate workload uuid {w.workload.uuid!r} (first at {where})"))
@@ -441,13 +462,13 @@ def validate_trace_set(ts: TraceSet, check_files: bool = True) -> List[Problem]:
                 seen_uuid[w.workload.uuid] = w
             c.add(w, findings)
 
-    seen_keys: Dict[Tuple[str, str, str, str], Trace] = {}
     for dname, items in ts.traces.items():
         for t in items:
             findings = []
             d = ts.definitions.get(dname)
             if d is None:
-                findings.append(_err("definition", f"unknown definition {dname!r}"))
+                if dname not in broken:
+                    findings.append(_err("definition", f"unknown definition {dname!r}"))
             else:
                 known = checked.get(t.workload.uuid)
                 if known is None or known != t.workload:
@@ -461,14 +482,9 @@ def validate_trace_set(ts: TraceSet, check_files: bool = True) -> List[Problem]:
                 s = ts.get_solution(t.solution)
                 if s is None:
                     findings.append(_warn("solution", f"unknown solution {t.solution!r}"))
-                elif s.definition != dname:
+                elif s.definition != dname and d is not None:
                     findings.append(_err("solution", f"solution {t.solution!r} implements {s.definition!r}, not {dname!r}"))
             findings += _evaluation_problems(t)
-            key = trace_key(t)
-            if key in seen_keys and t.evaluation is not None:
-                fpath, fline, _ = ts.origin(seen_keys[key])
-                findings.append(_warn(None, f"another trace of this solution, workload and hardware at {fpath}:{fline}"))
-            seen_keys.setdefault(key, t)
             c.add(t, findings)
     return c.problems
 
@@ -480,6 +496,21 @@ def _top_dir(ts: TraceSet, path: str) -> Optional[str]:
         return Path(path).relative_to(ts.root).parts[0]
     except (ValueError, IndexError):
         return None
+
+
+def _broken_definitions(ts: TraceSet) -> set:
+    """Names in definition files that did not load (their own errors are already reported)."""
+    if ts.root is None or not ts.root.is_dir():
+        return set()
+    loaded = {ts.origin(d)[0] for d in ts.definitions.values()}
+    out = set()
+    for f in (ts.root / "definitions").rglob("*.json"):
+        if str(f) in loaded:
+            continue
+        obj, _ = read_json(f)
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            out.add(obj["name"])
+    return out
 
 
 def _sort_key(p: Problem) -> Tuple[str, int]:
@@ -503,7 +534,7 @@ def check_dataset(path: Union[str, Path], check_files: bool = True) -> Tuple[Tra
             )
     else:
         return TraceSet(), [Problem(str(path), "no such dataset directory or file")]
-    problems = list(ts.problems) + validate_trace_set(ts, check_files)
+    problems = list(ts.problems) + validate_trace_set(ts, check_files, _broken_definitions(ts))
     # one Problem per distinct (place, message): a workload shared by many traces says it once
     unique = list(dict.fromkeys(problems))
     return ts, sorted(unique, key=_sort_key)
