@@ -1,0 +1,240 @@
+"""build(): a solution into a cached artifact, or a COMPILE_ERROR / SKIPPED result. Never raises
+for a bad solution.
+
+The parent (this module) stays torch-free: it checks the spec, hashes, looks the artifact up,
+takes the per-hash lock, stages the sources in a temp dir and runs the language's builder in a
+child process (compile/child.py) with a timeout. Only a successful build is published (atomic
+rename); failures and skips are returned, never cached, so a fixed environment or solution
+rebuilds at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from ..data import Definition, Solution
+from . import keys
+from . import toolchain as tc
+from .cache import ArtifactCache, default_cache_dir
+from .builders.common import RESULT
+from .messages import cap, relativise
+from .result import COMPILE_ERROR, OK, BuildResult
+from .sources import package_name, spec_problems, syntax_problem, write_sources
+
+DEFAULT_TIMEOUT_S = 900.0
+LOCK_TIMEOUT_S = 3 * 3600.0
+_CONTROL = "_build"  # job file, child result and log; removed before publishing
+
+
+def _timeout(explicit: Optional[float]) -> float:
+    if explicit is not None:
+        return float(explicit)
+    v = os.environ.get("FIB_BUILD_TIMEOUT")
+    return float(v) if v else DEFAULT_TIMEOUT_S
+
+
+def build(
+    solution: Solution,
+    definition: Definition,
+    cache_dir: Optional[Path] = None,
+    *,
+    timeout_s: Optional[float] = None,
+) -> BuildResult:
+    """Build `solution` for `definition` into `cache_dir` (default: default_cache_dir()).
+
+    A cache hit reads one manifest.json (milliseconds, no torch import). Otherwise the build runs
+    under the hash's file lock, so concurrent callers build once and the others get the hit.
+    """
+    t0 = time.perf_counter()
+    cache = ArtifactCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+    language = solution.spec.language.value
+    key = keys.build_key(solution, definition)
+    digest = keys.key_hash(key)
+
+    def result(status: str, message: str, log: str = "") -> BuildResult:
+        return BuildResult(
+            status=status, hash=digest, language=language, toolchain=key["toolchain"],
+            message=message, log=cap(message + ("\n\n" + log if log else "")),
+            build_seconds=round(time.perf_counter() - t0, 3),
+        )
+
+    hit = cache.read_manifest(digest)
+    if hit is not None:
+        return _from_manifest(hit, cache.artifact_dir(digest))
+    problems = spec_problems(solution, definition)
+    if problems:
+        return result(COMPILE_ERROR, "; ".join(problems))
+    syntax = syntax_problem(solution)
+    if syntax:
+        return result(COMPILE_ERROR, syntax)
+
+    with cache.lock(digest, LOCK_TIMEOUT_S):
+        hit = cache.read_manifest(digest)  # built by another process while we waited
+        if hit is not None:
+            return _from_manifest(hit, cache.artifact_dir(digest))
+        cache.remove_stale(digest)
+        tmp = cache.new_temp_dir(digest)
+        try:
+            status, message, log, info = _run_child(
+                solution, definition, key, digest, tmp, _timeout(timeout_s)
+            )
+            seconds = round(time.perf_counter() - t0, 3)
+            if status != OK:
+                return result(status, message, log)
+            final = cache.artifact_dir(digest)
+            _relocate_triton_cache(tmp / "triton_cache", tmp, final)
+            shutil.rmtree(tmp / _CONTROL, ignore_errors=True)
+            manifest = {
+                "hash": digest,
+                "status": OK,
+                "language": language,
+                "binding": key["binding"],
+                "destination_passing_style": key["destination_passing_style"],
+                "entry_point": solution.spec.entry_point,
+                "package": package_name(language, digest),
+                "toolchain": key["toolchain"],
+                "build_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "build_seconds": seconds,
+                "built_by": {"solution": solution.name, "definition": definition.name},
+                "key": key,
+                "log": cap(log),
+                **info,
+            }
+            manifest.setdefault("loadable_here", True)
+            cache.publish(tmp, digest, manifest)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    m = cache.read_manifest(digest)
+    assert m is not None, f"artifact {digest} vanished right after publishing"
+    r = _from_manifest(m, cache.artifact_dir(digest))
+    r.cache_hit = False
+    return r
+
+
+def _from_manifest(m: Dict[str, Any], artifact: Path) -> BuildResult:
+    return BuildResult(
+        status=OK, hash=m["hash"], artifact_dir=str(artifact), log=m.get("log", ""),
+        language=m.get("language", ""), cache_hit=True,
+        build_seconds=float(m.get("build_seconds", 0.0)), toolchain=m.get("toolchain", {}),
+        loadable_here=bool(m.get("loadable_here", True)),
+    )
+
+
+def _child_env(tmp: Path) -> Dict[str, str]:
+    env = dict(os.environ)
+    env["TRITON_CACHE_DIR"] = str(tmp / "triton_cache")
+    env["TILELANG_CACHE_DIR"] = str(tmp / "tilelang_cache")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGKILLed when the building process dies (Linux), so a killed build
+    leaves no orphan that keeps writing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _run_child(
+    solution: Solution,
+    definition: Definition,
+    key: Dict[str, Any],
+    digest: str,
+    tmp: Path,
+    timeout_s: float,
+) -> Tuple[str, str, str, Dict[str, Any]]:
+    """Stage the sources and run the builder child: (status, message, log, manifest info)."""
+    control = tmp / _CONTROL
+    control.mkdir()
+    src = write_sources(solution, tmp)
+    spec = solution.spec
+    job = {
+        "language": key["language"],
+        "binding": key["binding"],
+        "entry_file": spec.entry_file,
+        "entry_symbol": spec.entry_symbol,
+        "dps": spec.destination_passing_style,
+        "package": package_name(key["language"], digest),
+        "src_dir": str(src),
+        "work_dir": str(tmp),
+        "source_paths": [p for p, _ in key["sources"]],
+        "definition": json.loads(definition.model_dump_json()),
+        "has_cuda_sources": keys.has_cuda_sources(solution),
+        "arch": key["toolchain"].get("arch") or tc.target_arch(),
+        "triton_backend": key["toolchain"].get("triton_backend") or tc.triton_backend(),
+        "cuda_home": tc.cuda_home(),
+        "cxx_flags": list(keys.CXX_FLAGS),
+        "cuda_flags": list(keys.CUDA_FLAGS),
+    }
+    job_path = control / "job.json"
+    job_path.write_text(json.dumps(job), encoding="utf-8")
+    log_path = control / "build.log"
+    cmd = [sys.executable, "-m", "flashinfer_bench.compile.child", str(job_path)]
+    with open(log_path, "wb") as log_f:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log_f, stderr=subprocess.STDOUT, cwd=tmp,
+            env=_child_env(tmp), start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            return COMPILE_ERROR, f"the build timed out after {timeout_s:g} s", _read_log(log_path, src), {}
+        except BaseException:
+            _kill_tree(proc)
+            raise
+    log = _read_log(log_path, src)
+    try:
+        res = json.loads((control / RESULT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+        return COMPILE_ERROR, f"the build process died ({how}) before reporting a result", log, {}
+    details = relativise(res.get("details") or "", src)
+    if details:
+        log = (log + "\n" + details).strip()
+    return res["status"], relativise(res.get("message", ""), src), log, res.get("info", {})
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _read_log(path: Path, src: Path) -> str:
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return relativise(text, src).strip()
+
+
+def _relocate_triton_cache(cache: Path, old_root: Path, new_root: Path) -> None:
+    """Triton's group files hold absolute paths; rewrite them for the published location."""
+    if not cache.is_dir():
+        return
+    old, new = str(old_root), str(new_root)
+    for grp in cache.rglob("__grp__*"):
+        try:
+            data = json.loads(grp.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        paths = data.get("child_paths")
+        if isinstance(paths, dict):
+            data["child_paths"] = {k: v.replace(old, new, 1) for k, v in paths.items()}
+            grp.write_text(json.dumps(data), encoding="utf-8")

@@ -1,0 +1,48 @@
+"""The build's child process: `python -m flashinfer_bench.compile.child JOB.json`.
+
+Runs the language's builder on the staged sources and writes RESULT.json next to the job. The
+parent captures stdout/stderr as the build log. Everything a solution does at import or warm-up
+happens here, so it cannot crash, hang or pollute the caller.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict
+
+from .builders.common import RESULT, BuildFailure, BuildSkipped, Outcome
+
+
+def run_job(job: Dict[str, Any]) -> Outcome:
+    lang = job["language"]
+    if lang in ("python", "triton", "tilelang"):
+        from .builders import python_like as builder
+    elif job["binding"] == "torch":
+        from .builders import torch_ext as builder  # type: ignore[no-redef]
+    else:
+        from .builders import tvm_ffi as builder  # type: ignore[no-redef]
+    return builder.build(job)
+
+
+def main(argv: list) -> int:
+    job_path = Path(argv[1])
+    job = json.loads(job_path.read_text(encoding="utf-8"))
+    try:
+        outcome = run_job(job)
+    except BuildFailure as e:
+        outcome = Outcome.failed(e.message, e.details)
+    except BuildSkipped as e:
+        outcome = Outcome.skipped(str(e))
+    except BaseException as e:  # a builder bug or untrusted code: keep the traceback as the cause
+        outcome = Outcome.failed(f"the build raised {type(e).__name__}: {e}", traceback.format_exc())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    (job_path.parent / RESULT).write_text(json.dumps(asdict(outcome), default=str), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
