@@ -138,7 +138,7 @@ def validation_problems(
         value, etype = errs[0][2], errs[0][3]
         if isinstance(value, dict) and etype in ("axis_type", "input_type"):
             msg += f" (got {value.get('type')!r})"
-        elif etype != "missing" and isinstance(value, _SCALARS):
+        elif etype not in ("missing", "value_error") and isinstance(value, _SCALARS):
             shown = repr(value)
             msg += f" (got {shown[:80] + '...' if len(shown) > 80 else shown})"
         out.append(Problem(path, msg, line, field or None))

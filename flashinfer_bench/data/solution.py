@@ -34,10 +34,10 @@ class BuildSpec(BaseModel):
     @classmethod
     def _entry(cls, v: str) -> str:
         if v.count("::") != 1:
-            raise ValueError("must be 'file::function' (exactly one '::')")
+            raise ValueError(f"must be 'file::function' (exactly one '::'), got {v!r}")
         f, fn = v.split("::")
         if not f or not fn:
-            raise ValueError("must be 'file::function' (both parts non-empty)")
+            raise ValueError(f"must be 'file::function' (both parts non-empty), got {v!r}")
         return v
 
     @property

@@ -507,6 +507,7 @@ def _broken_definitions(ts: TraceSet) -> set:
     for f in (ts.root / "definitions").rglob("*.json"):
         if str(f) in loaded:
             continue
+        out.add(f.stem)  # the layout names the file after the definition
         obj, _ = read_json(f)
         if isinstance(obj, dict) and isinstance(obj.get("name"), str):
             out.add(obj["name"])

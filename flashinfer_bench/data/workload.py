@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from typing import Annotated, Any, Dict, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_serializer
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_serializer
 
 
 class RandomInput(BaseModel):
@@ -25,6 +25,14 @@ class ScalarInput(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: Literal["scalar"] = "scalar"
     value: Union[bool, int, float]
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _not_text(cls, v: Any) -> Any:
+        # lax mode would turn "1e-6" into a float; a quoted number is a mistake in a dataset
+        if isinstance(v, (str, bytes)):
+            raise ValueError(f"must be a number or a boolean, not the string {v!r}")
+        return v
 
 
 class SafetensorsInput(BaseModel):

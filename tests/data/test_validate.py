@@ -225,7 +225,7 @@ def test_duplicate_definition_name(ds: Path) -> None:
      "sources[1].content: empty file (FlashInfer-Bench 0.1.2 refuses it)"),
     (lambda s: s["spec"].update(target_hardware=[]), "spec.target_hardware: empty list (FlashInfer-Bench 0.1.2 needs at least one)"),
     (lambda s: s["spec"].update(entry_point="main.py:run"),
-     "spec.entry_point: must be 'file::function' (exactly one '::') (got 'main.py:run')"),
+     "spec.entry_point: must be 'file::function' (exactly one '::'), got 'main.py:run'"),
 ])
 def test_solution_checks(ds: Path, change, expected: str) -> None:
     edit_json(ds / SOLUTION, change)
