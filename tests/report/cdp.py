@@ -97,6 +97,9 @@ class Browser:
                 return m
 
     def open(self, url: str, width: int = 1400, height: int = 1000) -> None:
+        """Load url in a new tab; events (console, requests) are collected from here on."""
+        self.events = []
+        self.session = None
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)["targetId"]
         self.session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True}, session=False)["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
@@ -116,7 +119,8 @@ class Browser:
         for e in self.events:
             m, p = e.get("method"), e.get("params", {})
             if m == "Runtime.exceptionThrown":
-                out.append(json.dumps(p.get("exceptionDetails", {}))[:500])
+                d = p.get("exceptionDetails", {})
+                out.append(d.get("exception", {}).get("description") or d.get("text", "exception"))
             elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
                 out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
             elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
