@@ -21,7 +21,8 @@ from . import toolchain as tc
 BUILDER_VERSION = 1
 
 CXX_FLAGS: Tuple[str, ...] = ("-O3",)
-CUDA_FLAGS: Tuple[str, ...] = ("-O3", "-lineinfo")
+# nvcc: -O only affects host code (ptxas optimises device code at -O3 by default).
+CUDA_FLAGS: Tuple[str, ...] = ("-lineinfo",)
 
 PYTHON_LANGS = ("python", "triton", "tilelang")
 NATIVE_LANGS = ("cuda", "cpp")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from ..messages import compiler_errors, relativise
 from ..sources import NATIVE_SUFFIXES
@@ -34,6 +34,30 @@ def cuda_env(job: Dict[str, Any]) -> None:
         os.environ["TORCH_CUDA_ARCH_LIST"] = ";".join(arch)
 
 
+def _libcuda(cuda_home: Path) -> Optional[Path]:
+    """A libcuda to link the driver API against: the toolkit's stub, else the driver itself."""
+    dirs = [cuda_home / "lib64" / "stubs", cuda_home / "lib" / "stubs",
+            *sorted(cuda_home.glob("targets/*/lib/stubs")),
+            Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib64"), Path("/usr/local/nvidia/lib64")]
+    for d in dirs:
+        for name in ("libcuda.so", "libcuda.so.1"):
+            if (d / name).exists():
+                return d / name
+    return None
+
+
+def cuda_ldflags(cuda_home: Path) -> List[str]:
+    """rpath to the toolkit's cudart (found at load time without LD_LIBRARY_PATH), and the
+    driver library linked only if the code calls the driver API (--as-needed)."""
+    flags = [f"-Wl,-rpath,{cuda_home / 'lib64'}"]
+    lib = _libcuda(cuda_home)
+    if lib is not None:
+        flags += [f"-L{lib.parent}", "-Wl,--as-needed", f"-l:{lib.name}", "-Wl,--no-as-needed"]
+    else:
+        print("note: no libcuda.so found to link; solutions calling the CUDA driver API will not load")
+    return flags
+
+
 def compile_failure(err: BaseException, job: Dict[str, Any]) -> BuildFailure:
     text = relativise(str(err), src_dir(job))
     errors = compiler_errors(text)
@@ -53,10 +77,7 @@ def build(job: Dict[str, Any]) -> Outcome:
     build_dir.mkdir(parents=True, exist_ok=True)
     ldflags: List[str] = []
     if job["has_cuda_sources"]:
-        lib64 = Path(job["cuda_home"]) / "lib64"
-        # rpath: cudart is found at load time without LD_LIBRARY_PATH; libcuda only if used.
-        ldflags += [f"-Wl,-rpath,{lib64}", f"-L{lib64 / 'stubs'}", "-Wl,--as-needed", "-lcuda",
-                    "-Wl,--no-as-needed"]
+        ldflags += cuda_ldflags(Path(job["cuda_home"]))
     try:
         lib = tvm_ffi.cpp.build(
             name=job["package"],
