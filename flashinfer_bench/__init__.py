@@ -6,6 +6,8 @@ pipeline's DAG construction stay fast.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 __version__ = "0.2.0"
@@ -31,3 +33,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["TraceSet", "__version__", *_LAZY]
+
+
+class _Package(types.ModuleType):
+    """Keeps `flashinfer_bench.apply` the function of the seeds (`from flashinfer_bench import
+    apply`) after the `flashinfer_bench.apply` subpackage is imported: the import system would
+    otherwise bind the subpackage over the name. The subpackage stays in sys.modules, so
+    `from flashinfer_bench.apply import ...` works as usual."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "apply" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
