@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
@@ -65,7 +66,7 @@ class TensorSpec(BaseModel):
 class Tolerance(BaseModel):
     """Per-definition override of the evaluator's dtype tolerances (our extension)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="allow")  # unknown keys are warnings, as everywhere
     atol: Optional[float] = Field(default=None, ge=0)
     rtol: Optional[float] = Field(default=None, ge=0)
 
@@ -295,12 +296,18 @@ def expr_problem(tree: ast.Expression) -> Optional[str]:
     return None
 
 
-def safe_eval(expr: str, names: Mapping[str, Any]) -> Any:
-    """Evaluate an arithmetic/boolean expression over axis names, nothing else."""
+@functools.lru_cache(maxsize=4096)
+def _compiled(expr: str) -> Any:
     tree = ast.parse(expr, mode="eval")
     why = expr_problem(tree)
     if why:
         raise ValueError(f"{why} in {expr!r}")
+    return compile(tree, "<expr>", "eval")
+
+
+def safe_eval(expr: str, names: Mapping[str, Any]) -> Any:
+    """Evaluate an arithmetic/boolean expression over axis names, nothing else."""
+    code = _compiled(expr)  # parsed and AST-checked once per distinct expression
     env = dict(_SAFE_FUNCS)
     env.update(names)
-    return eval(compile(tree, "<expr>", "eval"), {"__builtins__": {}}, env)  # noqa: S307 - AST-checked
+    return eval(code, {"__builtins__": {}}, env)  # noqa: S307 - AST-checked

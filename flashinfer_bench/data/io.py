@@ -181,22 +181,22 @@ def iter_jsonl(path: Path) -> Iterator[Tuple[int, Optional[Any], List[Problem]]]
 def unknown_fields(model: BaseModel, path: str, line: Optional[int], prefix: str = "") -> List[Problem]:
     """Warnings for fields the model does not know (upstream may add fields: warn, do not fail)."""
     out = []
-    extra = model.model_extra or {}
-    known = getattr(type(model), "known_extra_fields", frozenset())
-    for k in extra:
-        if k in known:
-            continue
-        out.append(Problem(path, f"unknown field {k!r} (kept, ignored)", line, (prefix + "." + k).strip("."), "warning"))
-    for name, value in model:
-        sub = f"{prefix}.{name}".strip(".")
+    extra = model.__pydantic_extra__ or {}
+    if extra:
+        known = vars(type(model)).get("known_extra_fields", ())  # vars(): pydantic's class getattr is slow
+        for k in extra:
+            if k not in known:
+                out.append(Problem(path, f"unknown field {k!r} (kept, ignored)", line,
+                                   (prefix + "." + k).strip("."), "warning"))
+    for name, value in model.__dict__.items():  # declared fields only; extras are not models
         if isinstance(value, BaseModel):
-            out += unknown_fields(value, path, line, sub)
+            out += unknown_fields(value, path, line, f"{prefix}.{name}".strip("."))
         elif isinstance(value, dict):
             for k, v in value.items():
                 if isinstance(v, BaseModel):
-                    out += unknown_fields(v, path, line, f"{sub}.{k}")
+                    out += unknown_fields(v, path, line, f"{prefix}.{name}.{k}".strip("."))
         elif isinstance(value, list):
-            for i, v in enumerate(value):
+            for j, v in enumerate(value):
                 if isinstance(v, BaseModel):
-                    out += unknown_fields(v, path, line, f"{sub}[{i}]")
+                    out += unknown_fields(v, path, line, f"{prefix}.{name}[{j}]".strip("."))
     return out

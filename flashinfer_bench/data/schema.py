@@ -75,7 +75,6 @@ _TOLERANCE = {
         "atol": {"type": ["number", "null"], "minimum": 0},
         "rtol": {"type": ["number", "null"], "minimum": 0},
     },
-    "additionalProperties": False,
 }
 
 _DEFINITION = {

@@ -256,7 +256,13 @@ class TraceSet:
         wins = Counter(t.solution for t in self.best_traces(definition, hardware).values())
         if not wins:
             return None
-        return max(wins, key=lambda s: wins[s])
+
+        def geomean(sol: Optional[str]) -> float:
+            lats = [self._passed_latency(t) for t in self.traces_for(definition, sol, hardware)]
+            lats = [x for x in lats if math.isfinite(x)]
+            return math.exp(sum(math.log(x) for x in lats) / len(lats)) if lats else math.inf
+
+        return max(wins, key=lambda s: (wins[s], -geomean(s)))
 
     def summary(self) -> Dict[str, Any]:
         statuses = Counter(

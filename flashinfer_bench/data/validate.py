@@ -12,6 +12,7 @@ fields, an unknown solution in a trace, ...).
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import struct
@@ -126,10 +127,19 @@ def read_safetensors_header(path: Union[str, Path]) -> Dict[str, Dict[str, Any]]
 
 
 class _HeaderCache:
-    """Many workloads share one safetensors file: read each header once."""
+    """What many workloads share, computed once: safetensors headers (one file often holds the
+    inputs of many workloads) and each definition's checkable constraints."""
 
     def __init__(self) -> None:
         self._cache: Dict[Path, Union[Dict[str, Any], SafetensorsHeaderError]] = {}
+        self._defs: Dict[int, Tuple[Definition, Definition]] = {}
+
+    def checkable(self, d: Definition) -> Definition:
+        hit = self._defs.get(id(d))
+        if hit is None or hit[0] is not d:
+            hit = (d, _checkable_constraints(d))
+            self._defs[id(d)] = hit
+        return hit[1]
 
     def get(self, path: Path) -> Dict[str, Any]:
         if path not in self._cache:
@@ -282,7 +292,7 @@ def workload_problems(
             if group == "inputs":
                 shapes = got
         if axes_ok:
-            for expr in _checkable_constraints(d).check_constraints(w.axes):
+            for expr in headers.checkable(d).check_constraints(w.axes):
                 out.append(_err("workload.axes", f"constraint {expr!r} does not hold for {dict(w.axes)}"))
     for name, spec in w.inputs.items():
         field = f"workload.inputs.{name}"
@@ -490,10 +500,16 @@ def validate_trace_set(
 
 
 def _top_dir(ts: TraceSet, path: str) -> Optional[str]:
+    """'workloads', 'traces', ... : the dataset directory a file lies in."""
     if ts.root is None or path == "<memory>":
         return None
+    return _rel_top(str(ts.root), path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _rel_top(root: str, path: str) -> Optional[str]:
     try:
-        return Path(path).relative_to(ts.root).parts[0]
+        return Path(path).relative_to(root).parts[0]
     except (ValueError, IndexError):
         return None
 

@@ -282,7 +282,7 @@ def test_results_and_workloads_in_the_right_directories(ds: Path) -> None:
 
 
 def test_unknown_fields_are_warnings(ds: Path) -> None:
-    edit_json(ds / DEFINITION, lambda d: d.update(future_field=1))
+    edit_json(ds / DEFINITION, lambda d: d.update(future_field=1, tolerance={"atol": 0.1, "atoll": 1}))
     edit_json(ds / SOLUTION, lambda s: s["spec"].update(compiler_flags=["-O3"]))
     line = workload_line("w1", 1)
     line["workload"]["new_thing"] = True
@@ -290,6 +290,7 @@ def test_unknown_fields_are_warnings(ds: Path) -> None:
     assert errors(ds) == []
     assert warnings(ds) == [
         f"ds/{DEFINITION}: future_field: unknown field 'future_field' (kept, ignored)",
+        f"ds/{DEFINITION}: tolerance.atoll: unknown field 'atoll' (kept, ignored)",
         f"ds/{SOLUTION}: spec.compiler_flags: unknown field 'compiler_flags' (kept, ignored)",
         f"ds/{WORKLOADS}:1: workload.new_thing: unknown field 'new_thing' (kept, ignored)",
     ]
