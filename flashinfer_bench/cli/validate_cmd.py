@@ -20,7 +20,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "validate",
         help="check datasets (definitions, solutions, workloads, traces) and print every problem",
         description="Check one or more datasets in the FlashInfer Trace format: the JSON and "
-        "JSONL files parse and fit the schema, shapes, references, constraints (evaluated "
+        "JSONL files parse and fit the format (schema/*.json), shapes, references, constraints (evaluated "
         "against every workload), workload inputs (safetensors files, scalar types), "
         "solution sources and entry points, unique names, and traces that point at known "
         "definitions. Prints every error and warning as FILE[:LINE]: FIELD: MESSAGE.",

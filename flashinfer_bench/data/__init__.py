@@ -13,6 +13,7 @@ from .trace import (
     now_iso,
 )
 from .trace_set import TraceSet, trace_key
+from .validate import check_dataset, validate_dataset
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
@@ -20,5 +21,5 @@ __all__ = [
     "Environment", "Evaluation", "EvaluationStatus", "Performance", "Problem", "RandomInput",
     "SafetensorsInput", "ScalarInput", "ShapeError", "SourceFile", "Solution", "SupportedLanguages",
     "TensorSpec", "Tolerance", "Trace", "TraceSet", "Workload", "atomic_write_json",
-    "atomic_write_text", "now_iso", "safe_eval", "trace_key",
+    "atomic_write_text", "check_dataset", "now_iso", "safe_eval", "trace_key", "validate_dataset",
 ]

@@ -241,3 +241,65 @@ def test_schema_enforces_evaluation_status_rule() -> None:
     bad["evaluation"]["correctness"] = bad["evaluation"]["performance"] = None
     assert schema_errors("trace", bad) == []
     assert schema_errors("workload", base)  # a result is not a workload line
+
+
+# ------------------------------------------------------------------ schema and `validate` agree
+def _mutate_line(path: Path, change) -> Any:
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    change(lines[0])
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return lines[0]
+
+
+def _mutate_file(path: Path, change) -> Any:
+    obj = json.loads(path.read_text())
+    change(obj)
+    path.write_text(json.dumps(obj))
+    return obj
+
+
+def _nan_latency(line: Dict[str, Any]) -> None:
+    line["solution"] = "rmsnorm_torch"
+    line["evaluation"] = {"status": "PASSED", "environment": {"hardware": "h"}, "timestamp": "t",
+                          "correctness": {"max_relative_error": 0, "max_absolute_error": 0},
+                          "performance": {"latency_ms": "NaN", "reference_latency_ms": 1, "speedup_factor": 1}}
+
+
+@pytest.mark.parametrize("kind,change", [
+    ("definition", lambda d: d.update(tags=[""])),
+    ("definition", lambda d: d.update(constraints=[""])),
+    ("definition", lambda d: d["inputs"]["x"].update(dtype="fp16")),
+    ("definition", lambda d: d["axes"].update({"": {"type": "var"}})),
+    ("solution", lambda s: s["spec"].update(target_hardware=[])),
+    ("solution", lambda s: s["spec"].update(dependencies=[""])),
+    ("solution", lambda s: s["sources"][0].update(content="")),
+    ("solution", lambda s: s["spec"].update(entry_point="main.py")),
+    ("solution", lambda s: s["spec"].update(language="rust")),
+    ("workload", lambda w: w["workload"]["axes"].update(batch_size=-1)),
+    ("workload", lambda w: w["workload"].pop("inputs")),
+    ("workload", lambda w: w["workload"].pop("uuid")),
+    ("workload", lambda w: w["workload"]["inputs"]["eps"].update(value="1e-6")),
+    ("workload", lambda w: w.update(solution="s")),
+    ("trace", _nan_latency),
+])
+def test_what_the_schema_refuses_validate_reports(tmp_path: Path, kind: str, change) -> None:
+    from flashinfer_bench.data.validate import validate_dataset
+
+    from .dsbuild import DEFINITION, SOLUTION, WORKLOADS, make_dataset
+
+    root = make_dataset(tmp_path / "ds")
+    if kind == "definition":
+        obj = _mutate_file(root / DEFINITION, change)
+    elif kind == "solution":
+        obj = _mutate_file(root / SOLUTION, change)
+    elif kind == "workload":
+        obj = _mutate_line(root / WORKLOADS, change)
+    else:
+        src = root / WORKLOADS
+        dst = root / "traces/rmsnorm/rmsnorm_d4096.jsonl"
+        dst.parent.mkdir(parents=True)
+        dst.write_text(src.read_text().splitlines()[0] + "\n")
+        obj = _mutate_line(dst, change)
+    assert schema_errors(kind, obj), "the schema accepts it"
+    errs = [p for p in validate_dataset(root) if p.level == "error"]
+    assert errs, "validate accepts it"
