@@ -1,0 +1,100 @@
+"""Turn a runner's measurement (or a failure) into a Trace. Torch-free; runs in the supervisor.
+
+Only trusted code writes traces: the runner returns numbers, this module decides the layout
+(docs/internals.md, "Where our extra measurements go").
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from ..data import Trace, now_iso
+
+STATUSES = {
+    "PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT",
+}
+
+
+def _finite_or_none(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite_or_none(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite_or_none(x) for x in v]
+    return v
+
+
+def read_capped(path: Optional[Path], limit: int) -> str:
+    """A log file's head and tail within `limit` bytes."""
+    if path is None:
+        return ""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            if size <= limit:
+                data = f.read()
+                return data.decode("utf-8", errors="replace")
+            half = limit // 2
+            head = f.read(half)
+            f.seek(size - half)
+            tail = f.read(half)
+    except OSError:
+        return ""
+    cut = size - 2 * half
+    return (
+        head.decode("utf-8", errors="replace")
+        + f"\n... [{cut} bytes of output cut] ...\n"
+        + tail.decode("utf-8", errors="replace")
+    )
+
+
+def environment(static: Optional[Dict[str, Any]], per_eval: Optional[Dict[str, Any]], device: str) -> Dict[str, Any]:
+    static = dict(static or {})
+    hw = static.pop("hardware", None) or f"unavailable ({device})"
+    libs = {k: str(v) for k, v in (static.pop("libs", None) or {}).items()}
+    env = {"hardware": hw, "libs": libs}
+    env.update(static)
+    env.update(per_eval or {})
+    env.setdefault("device", device)
+    return _finite_or_none(env)
+
+
+def assemble_trace(
+    *,
+    definition: str,
+    solution: str,
+    workload: Dict[str, Any],
+    status: str,
+    message: str = "",
+    output_log: str = "",
+    env: Dict[str, Any],
+    correctness: Optional[Dict[str, Any]] = None,
+    performance: Optional[Dict[str, Any]] = None,
+    extra: Optional[Dict[str, Any]] = None,
+) -> Trace:
+    if status not in STATUSES:
+        message = f"unknown status {status!r} from the runner; {message}"
+        status = "RUNTIME_ERROR"
+    log = message.rstrip()
+    if output_log.strip():
+        log = (log + "\n" if log else "") + "--- solution output ---\n" + output_log
+    ev: Dict[str, Any] = {"status": status, "environment": env, "timestamp": now_iso(), "log": log}
+    if status in ("PASSED", "INCORRECT_NUMERICAL"):
+        c = correctness or {"max_abs": math.inf, "max_rel": math.inf}
+        ev["correctness"] = {
+            "max_relative_error": c.get("max_rel", math.inf),
+            "max_absolute_error": c.get("max_abs", math.inf),
+            "extra": _finite_or_none(extra or {}),
+        }
+    if status == "PASSED":
+        p = performance or {}
+        ev["performance"] = {
+            "latency_ms": p.get("latency_ms", 0.0),
+            "reference_latency_ms": p.get("reference_latency_ms", 0.0),
+            "speedup_factor": p.get("speedup_factor", 0.0),
+        }
+    return Trace.model_validate(
+        {"definition": definition, "solution": solution, "workload": workload, "evaluation": ev}
+    )

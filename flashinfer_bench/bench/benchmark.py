@@ -1,0 +1,154 @@
+"""The seeds' Python API: `Benchmark(trace_set, BenchmarkConfig(...)).run_all()`.
+
+Each solution is built once (through `flashinfer_bench.compile`), then every (solution,
+workload) is evaluated by the device's worker (`evaluate_via_worker`). New traces are added to the
+TraceSet and returned as a list; with `dump_traces=True` and a TraceSet loaded from a dataset
+directory, they are also appended to `traces/<op_type>/<definition>.jsonl` (atomically, under a
+file lock; other lines are kept as they are).
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+from filelock import FileLock
+
+from ..data import Definition, Solution, Trace, TraceSet, Workload
+from ..data.io import atomic_write_text
+from .client import evaluate_via_worker, resolve_device
+from .config import BenchmarkConfig, EvalConfig
+from .loader import build_solution
+
+log = logging.getLogger("flashinfer_bench.benchmark")
+
+
+class Benchmark:
+    def __init__(self, trace_set: TraceSet, config: Optional[BenchmarkConfig] = None) -> None:
+        self.trace_set = trace_set
+        self.config = config or BenchmarkConfig()
+        self.eval_config: EvalConfig = self.config.to_eval_config()
+        self.device = resolve_device(self.eval_config.device)
+        self._builds: Dict[str, dict] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _cache_dir(self) -> Optional[Path]:
+        return Path(self.config.cache_dir) if self.config.cache_dir else None
+
+    def _build(self, solution: Solution, definition: Definition) -> dict:
+        key = solution.content_hash()
+        if key not in self._builds:
+            self._builds[key] = build_solution(solution, definition, self._cache_dir())
+            b = self._builds[key]
+            if b.get("status") != "OK":
+                log.warning("solution %s: build %s", solution.name, b.get("status"))
+        return self._builds[key]
+
+    def _definitions(self) -> List[Definition]:
+        wanted = self.config.definitions
+        defs = list(self.trace_set.definitions.values())
+        if wanted is not None:
+            missing = sorted(set(wanted) - {d.name for d in defs})
+            if missing:
+                log.warning("definitions not in the dataset: %s", missing)
+            defs = [d for d in defs if d.name in wanted]
+        return defs
+
+    def _solutions(self, definition: str) -> List[Solution]:
+        sols = self.trace_set.solutions_for(definition)
+        if self.config.solutions is not None:
+            sols = [s for s in sols if s.name in self.config.solutions]
+        return sols
+
+    def _evaluate(self, definition: Definition, solution: Solution, workload: Workload) -> Trace:
+        build = self._build(solution, definition)
+        t = evaluate_via_worker(
+            definition, solution, workload, build, self.eval_config, self.trace_set.root, self.device
+        )
+        ev = t.evaluation
+        if ev is not None and ev.status.value == "PASSED":
+            log.info(
+                "%s / %s / %s: PASSED %.4f ms (%.2fx)", definition.name, solution.name, workload.uuid,
+                ev.performance.latency_ms, ev.performance.speedup_factor,
+            )
+        elif ev is not None:
+            log.warning("%s / %s / %s: %s", definition.name, solution.name, workload.uuid, ev.status.value)
+        return t
+
+    def _can_dump(self) -> bool:
+        root = self.trace_set.root
+        return root is not None and (Path(root) / "definitions").is_dir()
+
+    def _dump(self, definition: str, traces: Sequence[Trace]) -> None:
+        if not traces or not self._can_dump():
+            return
+        path = Path(self.trace_set.root) / self.trace_set.jsonl_path("traces", definition)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            if old and not old.endswith("\n"):
+                old += "\n"
+            atomic_write_text(path, old + "".join(t.model_dump_json() + "\n" for t in traces))
+        log.info("Saved %d traces for definition %s to %s", len(traces), definition, path)
+
+    # ------------------------------------------------------------------ API
+    def run_solution(
+        self, solution: Union[Solution, str], workloads: Optional[Iterable[Union[Workload, Trace]]] = None
+    ) -> List[Trace]:
+        """Evaluate one solution on the given workloads (default: all of its definition's)."""
+        sol = self.trace_set.get_solution(solution) if isinstance(solution, str) else solution
+        if sol is None:
+            raise ValueError(f"solution {solution!r} is not in the trace set")
+        definition = self.trace_set.get_definition(sol.definition)
+        if definition is None:
+            raise ValueError(f"solution {sol.name!r} names definition {sol.definition!r}, which is not in the trace set")
+        if workloads is None:
+            wls = [w.workload for w in self.trace_set.workloads_for(definition.name)]
+        else:
+            wls = [w.workload if isinstance(w, Trace) else w for w in workloads]
+        out = [self._evaluate(definition, sol, w) for w in wls]
+        self.trace_set.add_traces(out)
+        return out
+
+    def run_all(self, dump_traces: bool = True, resume: bool = False) -> List[Trace]:
+        """Every selected solution on every workload of its definition; returns the new traces."""
+        new: List[Trace] = []
+        for definition in self._definitions():
+            sols = self._solutions(definition.name)
+            if not sols:
+                continue
+            done: Set[Tuple[str, str]] = set()
+            if resume:
+                done = {(t.workload.uuid, t.solution or "") for t in self.trace_set.traces_for(definition.name)}
+            timed_out: Dict[str, Trace] = {}
+            traces: List[Trace] = []
+            for wl_line in self.trace_set.workloads_for(definition.name):
+                wl = wl_line.workload
+                for sol in sols:
+                    if (wl.uuid, sol.name) in done:
+                        continue
+                    if sol.name in timed_out:
+                        t = self._skipped(definition, sol, wl, timed_out[sol.name])
+                    else:
+                        t = self._evaluate(definition, sol, wl)
+                        if t.evaluation is not None and t.evaluation.status.value == "TIMEOUT":
+                            timed_out[sol.name] = t
+                    traces.append(t)
+            self.trace_set.add_traces(traces)
+            if dump_traces:
+                self._dump(definition.name, traces)
+            new.extend(traces)
+        return new
+
+    def _skipped(self, definition: Definition, sol: Solution, wl: Workload, first: Trace) -> Trace:
+        """Upstream's rule: after a TIMEOUT the solution's later workloads are not run again."""
+        from .assemble import assemble_trace
+
+        return assemble_trace(
+            definition=definition.name, solution=sol.name, workload=wl.model_dump(mode="json"), status="TIMEOUT",
+            message=f"skipped: this solution timed out on workload {first.workload.uuid} earlier in this run",
+            env=first.evaluation.environment.model_dump(),
+        )
+
+    def close(self) -> None:
+        """Upstream API; the worker exits on its own when idle."""

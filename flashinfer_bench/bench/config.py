@@ -1,0 +1,104 @@
+"""Evaluation settings: `EvalConfig` (what one evaluation does) and the seeds' `BenchmarkConfig`.
+
+Torch-free, so the pipeline's thin benchmark clients can build a config without importing torch.
+Every field is enforced somewhere; upstream names that we always honour in one fixed way
+(`use_isolated_runner`) are accepted and documented, not silently ignored.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class EvalConfig(BaseModel):
+    """Settings of one (solution, workload) evaluation; part of the benchmark job's params."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # --- counts (minimums: sampling is adaptive above them)
+    warmup_runs: int = Field(3, ge=0, description="minimum warm-up calls before timing")
+    iterations: int = Field(20, ge=1, description="minimum timed samples")
+    num_trials: int = Field(3, ge=1, description="correctness trials, each on its own seed")
+    # --- tolerances: None = per output dtype default (see correctness.DEFAULT_TOLERANCES),
+    # then the definition's `tolerance`, then these when set.
+    rtol: Optional[float] = Field(None, ge=0)
+    atol: Optional[float] = Field(None, ge=0)
+    # --- time
+    timeout_s: float = Field(300.0, gt=0, description="per evaluation, in the runner")
+    max_time_s: float = Field(
+        0.25, gt=0, description="sampling budget of the solution (the reference, when not cached, gets half)"
+    )
+    warmup_min_s: float = Field(0.01, ge=0)
+    warmup_max_s: float = Field(0.05, ge=0)
+    max_samples: int = Field(3000, ge=1)
+    target_rel_ci: float = Field(
+        0.005, gt=0, description="stop sampling when the median's 95% CI half-width / median is below"
+    )
+    # --- inputs
+    seed: Optional[int] = Field(None, description="base seed; None = drawn once per worker, recorded")
+    input_sets: int = Field(8, ge=1, description="distinct input buffers rotated while timing")
+    check_timed_outputs: bool = True
+    profile_baseline: bool = Field(True, description="time the reference (speedup needs it)")
+    # --- where it runs
+    device: str = "auto"
+    worker_dir: Optional[str] = None
+    cache_dir: Optional[str] = None
+    idle_timeout_s: float = Field(120.0, gt=0)
+    startup_timeout_s: float = Field(300.0, gt=0)
+    log_limit_bytes: int = Field(64 * 1024, ge=1024)
+
+    @field_validator("device")
+    @classmethod
+    def _device(cls, v: str) -> str:
+        v = v.strip().lower()
+        if v in ("auto", "cpu", "cuda") or (v.startswith("cuda:") and v[5:].isdigit()):
+            return "cuda:0" if v == "cuda" else v
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', not {v!r}")
+
+    def timing_key(self) -> str:
+        """The settings that change a timing result (part of the reference-timing cache key)."""
+        return f"{self.warmup_runs}/{self.iterations}/{self.max_time_s}/{self.max_samples}/{self.target_rel_ci}"
+
+
+class BenchmarkConfig(BaseModel):
+    """The seeds' / upstream's `BenchmarkConfig`. None means "our default" (see EvalConfig)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    warmup_runs: Optional[int] = Field(None, ge=0)
+    iterations: Optional[int] = Field(None, ge=1)
+    num_trials: Optional[int] = Field(None, ge=1)
+    rtol: Optional[float] = Field(None, ge=0)
+    atol: Optional[float] = Field(None, ge=0)
+    timeout_seconds: Optional[float] = Field(None, gt=0)
+    definitions: Optional[List[str]] = None
+    solutions: Optional[List[str]] = None
+    device: str = "auto"
+    profile_baseline: bool = True
+    # Upstream chooses between a persistent and a per-evaluation process; we always evaluate in an
+    # isolated runner process under a supervisor, so both values behave the same.
+    use_isolated_runner: bool = False
+    seed: Optional[int] = None
+    max_time_s: Optional[float] = Field(None, gt=0)
+    cache_dir: Optional[str] = None
+    worker_dir: Optional[str] = None
+
+    def to_eval_config(self) -> EvalConfig:
+        fields: Dict[str, Any] = {"device": self.device, "profile_baseline": self.profile_baseline}
+        for ours, theirs in (
+            ("warmup_runs", "warmup_runs"),
+            ("iterations", "iterations"),
+            ("num_trials", "num_trials"),
+            ("rtol", "rtol"),
+            ("atol", "atol"),
+            ("timeout_s", "timeout_seconds"),
+            ("seed", "seed"),
+            ("max_time_s", "max_time_s"),
+            ("cache_dir", "cache_dir"),
+            ("worker_dir", "worker_dir"),
+        ):
+            v = getattr(self, theirs)
+            if v is not None:
+                fields[ours] = v
+        return EvalConfig(**fields)

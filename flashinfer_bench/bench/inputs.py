@@ -1,0 +1,253 @@
+"""Inputs of an evaluation, drawn from the workload with a recorded seed.
+
+Random floats are N(mu, 1) with a per-tensor non-zero mean mu and about 0.1% outliers of
+magnitude 4-8, so a solution that returns zeros, a constant or its input fails, and a kernel that
+only works on centred data is caught. Integers, bools and low-precision floats are drawn in ranges
+their dtype can hold. Scalars come from the workload, typed by the definition's dtype; safetensors
+inputs are read relative to the dataset root.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from ..data import Definition, DType, Workload
+from ..data.workload import RandomInput, SafetensorsInput, ScalarInput
+
+# integer ranges [lo, hi) per dtype: small and non-negative for the wide types (they usually index
+# something), the full range for int8.
+INT_RANGES = {
+    torch.int8: (-128, 128),
+    torch.int16: (-1024, 1024),
+    torch.int32: (0, 1024),
+    torch.int64: (0, 1024),
+    torch.uint8: (0, 256),
+}
+OUTLIER_FRACTION = 1e-3
+# floats drawn as N(mu, 1) + outliers (fp8 clamped to its range); other dtypes get random bytes
+NORMAL_FLOATS = {
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2,
+}
+
+
+class InputError(ValueError):
+    """The workload cannot produce the inputs the definition asks for (a dataset problem)."""
+
+
+def derive_seed(base: int, workload_uuid: str, index: int) -> int:
+    """Seed of input set `index` of one workload; stable across machines and processes."""
+    h = hashlib.sha256(f"{base}:{workload_uuid}:{index}".encode()).digest()
+    return int.from_bytes(h[:8], "big") & ((1 << 62) - 1)
+
+
+def make_generator(seed: int, device: torch.device) -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.manual_seed(seed)
+    return g
+
+
+def _float_max(dtype: torch.dtype) -> Optional[float]:
+    if dtype in (torch.float32, torch.float16, torch.bfloat16):
+        return None
+    try:
+        return float(torch.finfo(dtype).max)
+    except TypeError:
+        return None
+
+
+def fill_random_(t: torch.Tensor, gen: torch.Generator, rng: random.Random) -> torch.Tensor:
+    """Overwrite `t` in place with a fresh draw of our distribution for its dtype."""
+    dtype = t.dtype
+    if t.numel() == 0:
+        return t
+    if dtype == torch.bool:
+        t.copy_(torch.randint(0, 2, t.shape, generator=gen, device=t.device, dtype=torch.uint8).bool())
+    elif dtype in INT_RANGES:
+        lo, hi = INT_RANGES[dtype]
+        t.copy_(torch.randint(lo, hi, t.shape, generator=gen, device=t.device, dtype=dtype))
+    elif dtype in NORMAL_FLOATS:
+        x = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
+        mu = rng.uniform(0.25, 0.75) * rng.choice((-1.0, 1.0))
+        x.add_(mu)
+        n = x.numel()
+        k = int(n * OUTLIER_FRACTION) if n >= 64 else 0
+        if k:
+            flat = x.view(-1)
+            idx = torch.randint(0, n, (k,), generator=gen, device=t.device)
+            mag = torch.rand(k, generator=gen, device=t.device) * 4.0 + 4.0
+            sign = torch.randint(0, 2, (k,), generator=gen, device=t.device).float() * 2.0 - 1.0
+            flat[idx] = mag * sign
+        fmax = _float_max(dtype)
+        if fmax is not None:
+            x.clamp_(-fmax, fmax)
+        t.copy_(x.to(dtype))
+    else:
+        # packed / exotic dtypes (float4_e2m1fn_x2 ...): random bytes of the same storage
+        raw = torch.randint(0, 256, (t.numel() * t.element_size(),), generator=gen, device=t.device, dtype=torch.uint8)
+        t.view(-1).view(torch.uint8).copy_(raw)
+    return t
+
+
+def _scalar(value: Any, dtype: DType) -> Any:
+    if dtype is DType.BOOL:
+        return bool(value)
+    if dtype.is_int:
+        return int(value)
+    return float(value)
+
+
+def _random_scalar(dtype: DType, rng: random.Random) -> Any:
+    if dtype is DType.BOOL:
+        return rng.random() < 0.5
+    if dtype.is_int:
+        return rng.randint(1, 8)
+    return rng.uniform(0.5, 1.5)
+
+
+class SafetensorsCache:
+    """Tensors read from safetensors files, kept on the CPU, least recently used dropped first."""
+
+    def __init__(self, max_bytes: int = 2 << 30):
+        self.max_bytes = max_bytes
+        self._items: "OrderedDict[Tuple[str, str], torch.Tensor]" = OrderedDict()
+        self._bytes = 0
+
+    def get(self, path: Path, key: str) -> torch.Tensor:
+        k = (str(path), key)
+        if k in self._items:
+            self._items.move_to_end(k)
+            return self._items[k]
+        from safetensors import safe_open
+
+        if not path.is_file():
+            raise InputError(f"safetensors file {path} does not exist")
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            if key not in f.keys():
+                raise InputError(f"{path} has no tensor {key!r} (has {sorted(f.keys())[:10]})")
+            t = f.get_tensor(key)
+        self._items[k] = t
+        self._bytes += t.numel() * t.element_size()
+        while self._bytes > self.max_bytes and len(self._items) > 1:
+            _, old = self._items.popitem(last=False)
+            self._bytes -= old.numel() * old.element_size()
+        return t
+
+
+def axis_values(definition: Definition, workload: Workload) -> Dict[str, int]:
+    return definition.axis_values({k: v for k, v in workload.axes.items() if k in definition.var_axes})
+
+
+def make_inputs(
+    definition: Definition,
+    workload: Workload,
+    seed: int,
+    device: torch.device,
+    dataset_root: Optional[Path],
+    st_cache: Optional[SafetensorsCache] = None,
+) -> List[Any]:
+    """The inputs in definition order: tensors on `device`, or Python scalars (shape null)."""
+    shapes = definition.get_input_shapes(axis_values(definition, workload))
+    gen = make_generator(seed, device)
+    rng = random.Random(seed)
+    out: List[Any] = []
+    for name, spec in definition.inputs.items():
+        src = workload.inputs.get(name, RandomInput())
+        shape = shapes[name]
+        if isinstance(src, ScalarInput):
+            if shape is None:
+                out.append(_scalar(src.value, spec.dtype))
+            else:
+                out.append(torch.full(shape, src.value, dtype=spec.dtype.to_torch(), device=device))
+        elif isinstance(src, SafetensorsInput):
+            if dataset_root is None:
+                raise InputError(f"input {name!r} is read from safetensors but no dataset root is known")
+            p = Path(src.path)
+            path = p if p.is_absolute() else Path(dataset_root) / p
+            t = (st_cache or SafetensorsCache()).get(path, src.tensor_key)
+            want = spec.dtype.to_torch()
+            if t.dtype != want:
+                raise InputError(f"input {name!r}: {path}:{src.tensor_key} is {t.dtype}, the definition says {want}")
+            if shape is not None and tuple(t.shape) != tuple(shape):
+                raise InputError(
+                    f"input {name!r}: {path}:{src.tensor_key} has shape {tuple(t.shape)}, the workload's axes give {tuple(shape)}"
+                )
+            out.append(t.to(device, copy=True))
+        elif isinstance(src, RandomInput):
+            if shape is None:
+                out.append(_random_scalar(spec.dtype, rng))
+            else:
+                t = torch.empty(shape, dtype=spec.dtype.to_torch(), device=device)
+                out.append(fill_random_(t, gen, rng))
+        else:  # pragma: no cover - the Workload model admits only these three
+            raise InputError(f"input {name!r}: unknown input type {type(src).__name__}")
+    return out
+
+
+def random_input_mask(definition: Definition, workload: Workload) -> List[bool]:
+    """Which inputs are random tensors (those get fresh content while timing)."""
+    shapes_known = {n: s.shape is not None for n, s in definition.inputs.items()}
+    mask = []
+    for name in definition.inputs:
+        src = workload.inputs.get(name, RandomInput())
+        mask.append(isinstance(src, RandomInput) and shapes_known[name])
+    return mask
+
+
+def refresh_(bufs: Sequence[Any], mask: Sequence[bool], gen: torch.Generator, rng: random.Random) -> None:
+    """New content for the random tensor inputs, in place (addresses stay)."""
+    for b, m in zip(bufs, mask):
+        if m and isinstance(b, torch.Tensor):
+            fill_random_(b, gen, rng)
+
+
+def clone_inputs(inputs: Sequence[Any]) -> List[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def allocate_outputs(definition: Definition, axes: Dict[str, int], device: torch.device) -> List[torch.Tensor]:
+    shapes = definition.get_output_shapes({k: v for k, v in axes.items() if k in definition.var_axes})
+    return [
+        torch.empty(shapes[n] if shapes[n] is not None else (), dtype=s.dtype.to_torch(), device=device)
+        for n, s in definition.outputs.items()
+    ]
+
+
+def poison_(t: torch.Tensor) -> None:
+    """Fill with a value no correct kernel writes everywhere: NaN for floats, a sentinel for ints."""
+    if t.dtype.is_floating_point:
+        try:
+            t.fill_(math.nan)
+            return
+        except RuntimeError:
+            pass
+    if t.dtype == torch.bool:
+        # no sentinel exists for bool; alternate values so an unwritten output rarely matches
+        t.view(-1).copy_(torch.arange(t.numel(), device=t.device) % 2 == 1)
+        return
+    if t.dtype in INT_RANGES or t.dtype in (torch.int8, torch.uint8):
+        info = torch.iinfo(t.dtype)
+        t.fill_(info.min if info.min < 0 else info.max)
+        return
+    t.view(-1).view(torch.uint8).fill_(0xFF)
+
+
+def tensor_bytes(xs: Sequence[Any]) -> int:
+    return sum(x.numel() * x.element_size() for x in xs if isinstance(x, torch.Tensor))
+
+
+def same_bytes(a: Any, b: Any) -> bool:
+    """Bitwise equality (NaN-safe) of two inputs; Python scalars compare by value."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return torch.equal(
+            a.detach().contiguous().reshape(-1).view(torch.uint8),
+            b.detach().contiguous().reshape(-1).view(torch.uint8),
+        )
+    return a == b

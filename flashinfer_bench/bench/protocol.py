@@ -1,0 +1,59 @@
+"""Length-prefixed JSON messages over a stream socket (client <-> worker <-> runner).
+
+A message is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON. NaN and
+infinities pass through (Python's json writes them as NaN/Infinity and reads them back).
+"""
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from typing import Any, Optional
+
+MAX_MESSAGE = 256 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+
+
+class ConnectionClosed(EOFError):
+    """The peer closed the connection (or died) before a whole message arrived."""
+
+
+def send_msg(sock: socket.socket, obj: Any) -> None:
+    data = json.dumps(obj).encode("utf-8")
+    if len(data) > MAX_MESSAGE:
+        raise ValueError(f"message of {len(data)} bytes exceeds {MAX_MESSAGE}")
+    sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: Optional[float]) -> bytes:
+    chunks = []
+    got = 0
+    while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("timed out waiting for a message")
+            sock.settimeout(left)
+        else:
+            sock.settimeout(None)
+        try:
+            chunk = sock.recv(min(n - got, 1 << 20))
+        except socket.timeout as e:
+            raise TimeoutError("timed out waiting for a message") from e
+        except (ConnectionResetError, BrokenPipeError) as e:
+            raise ConnectionClosed(str(e)) from e
+        if not chunk:
+            raise ConnectionClosed("connection closed by peer")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def recv_msg(sock: socket.socket, timeout: Optional[float] = None) -> Any:
+    """One message; TimeoutError when `timeout` seconds pass, ConnectionClosed on EOF."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
+    if n > MAX_MESSAGE:
+        raise ConnectionClosed(f"peer announced a {n}-byte message (limit {MAX_MESSAGE})")
+    return json.loads(_recv_exact(sock, n, deadline).decode("utf-8"))

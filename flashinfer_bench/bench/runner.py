@@ -1,0 +1,108 @@
+"""The runner: a child of the worker that loads and runs solutions (untrusted) and the reference.
+
+    python -m flashinfer_bench.bench.runner --fd N --device cuda:0 --scratch DIR --cache-dir DIR
+
+It talks to its supervisor over the inherited socket `--fd` (length-prefixed JSON). Its stdout and
+stderr go to a log file the supervisor names per request, so a solution's prints reach the trace
+log and never the protocol. It initialises torch and the device, calls `confine()` before any
+solution is loaded, says `ready`, then serves `evaluate` requests one at a time. When it dies
+(segfault, `os._exit`, an illegal memory access that kills the process) or hangs, the supervisor
+records the failure and starts another.
+"""
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+
+def _redirect(path: Optional[str], fallback_fd: int) -> None:
+    """Point fd 1 and 2 at `path` (truncated), or back at `fallback_fd`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if path:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    else:
+        os.dup2(fallback_fd, 1)
+        os.dup2(fallback_fd, 2)
+
+
+def main(argv: Optional[list] = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fd", type=int, required=True)
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--physical-index", type=int, default=None)
+    ap.add_argument("--scratch", required=True)
+    ap.add_argument("--cache-dir", required=True)
+    ap.add_argument("--readable", action="append", default=[])
+    args = ap.parse_args(argv)
+
+    sock = socket.socket(fileno=args.fd)
+    os.set_inheritable(args.fd, False)
+    own_log = os.dup(2)  # the runner's own log (the supervisor pointed fd 2 at it)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+
+    from .protocol import ConnectionClosed, recv_msg, send_msg
+
+    t0 = time.perf_counter()
+    try:
+        import torch
+
+        from .confine import confine
+        from .evaluate import EvalRun, RunnerState
+
+        device = torch.device(args.device)
+        state = RunnerState(device, args.physical_index, Path(args.cache_dir))
+        confined = confine(Path(args.scratch), [Path(p) for p in args.readable])
+    except BaseException as e:  # noqa: BLE001 - report any start-up failure to the supervisor
+        import traceback
+
+        send_msg(sock, {"type": "failed", "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+        return 3
+    send_msg(
+        sock,
+        {
+            "type": "ready", "pid": os.getpid(), "env": state.env.static, "peaks": state.peaks,
+            "confine": confined, "startup_s": time.perf_counter() - t0,
+            "event_overhead_ms": state.event_overhead_ms,
+        },
+    )
+    while True:
+        try:
+            msg: Dict[str, Any] = recv_msg(sock)
+        except ConnectionClosed:
+            return 0
+        kind = msg.get("type")
+        if kind == "exit":
+            return 0
+        if kind == "ping":
+            send_msg(sock, {"type": "pong"})
+            continue
+        if kind != "evaluate":
+            send_msg(sock, {"type": "error", "error": f"unknown message type {kind!r}"})
+            continue
+        _redirect(msg.get("log_path"), own_log)
+        try:
+            result = EvalRun(state, msg["request"]).run()
+        except Exception:  # noqa: BLE001 - a bug of ours: report it as such instead of dying
+            import traceback
+
+            result = {
+                "status": "RUNTIME_ERROR", "healthy": False, "unhealthy_reason": "evaluator error",
+                "message": "internal error in the evaluator (not the solution's fault):\n" + traceback.format_exc(),
+            }
+        finally:
+            _redirect(None, own_log)
+        send_msg(sock, {"type": "result", "result": result})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

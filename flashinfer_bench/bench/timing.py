@@ -1,0 +1,347 @@
+"""Device time per call, measured so that it repeats and matches a profiler's kernel time.
+
+One sample on CUDA (`CudaSampler.run`):
+
+    synchronize (GPU idle) -> reset persisting L2 lines -> prepare (fresh inputs, poisoned
+    outputs, the reference output of a checked sample) -> L2 flush: read a clean buffer of
+    2 x L2 + 16 MiB (evicts everything, leaves no dirty lines whose write-back would be charged
+    to the kernel) -> event `pre` -> spin kernel (`torch.cuda._sleep`) -> event `start` ->
+    the call -> event `end` -> checks of the output -> wait for `end`.
+
+The spin kernel holds the stream while the host enqueues `start`, the call's kernels and `end`,
+so the window start..end holds GPU time only, not the host's launch cost (upstream reported
+22-121 us for 1.5-25 us kernels because its window held the launch). A sample counts only if
+the host finished enqueuing in under 80% of the measured spin (`pre`..`start`); otherwise the
+spin is lengthened and the sample dropped. A call that waits on the GPU itself (a host sync
+inside the solution) can never satisfy that; after repeated misses at the longest spin the
+sampler accepts samples as they are and says so (`gate_mode: "best_effort"`).
+
+On the CPU the same loop runs with `time.perf_counter` around the call (`timer: "host"`).
+
+Warm-up runs at least `warmup_runs` calls and `warmup_min_s`, then until the median of the last
+five samples is within 2% of the five before (or `warmup_max_s`). Sampling stops once there are
+`iterations` samples and the median's 95% CI half-width (1.58 * IQR / sqrt(n)) is under
+`target_rel_ci` of the median, or the `max_time_s` budget is spent.
+
+The functions used to time are captured at import, before any solution is loaded, so a solution
+that replaces `torch.cuda.Event.elapsed_time` or `time.perf_counter` does not change our numbers;
+`tampered()` reports such replacements.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+# Captured before any solution code runs.
+_perf_counter = time.perf_counter
+_Event = torch.cuda.Event
+_elapsed = torch.cuda.Event.elapsed_time
+_record = torch.cuda.Event.record
+_ev_sync = torch.cuda.Event.synchronize
+_cuda_sync = torch.cuda.synchronize
+_sleep = torch.cuda._sleep
+_WATCHED = {
+    "time.perf_counter": (time, "perf_counter", _perf_counter),
+    "torch.cuda.Event.elapsed_time": (torch.cuda.Event, "elapsed_time", _elapsed),
+    "torch.cuda.Event.record": (torch.cuda.Event, "record", _record),
+    "torch.cuda.Event.synchronize": (torch.cuda.Event, "synchronize", _ev_sync),
+    "torch.cuda.synchronize": (torch.cuda, "synchronize", _cuda_sync),
+    "torch.cuda._sleep": (torch.cuda, "_sleep", _sleep),
+}
+
+GATE_MIN_US = 20.0
+GATE_MAX_US = 20_000.0
+GATE_HOST_SHARE = 0.8
+NOISY_REL_IQR = 0.10
+
+
+def tampered() -> List[str]:
+    """Names of timing functions that no longer are the objects we captured at import."""
+    return [name for name, (owner, attr, orig) in _WATCHED.items() if getattr(owner, attr, None) is not orig]
+
+
+def restore_timing_functions() -> None:
+    for owner, attr, orig in _WATCHED.values():
+        setattr(owner, attr, orig)
+
+
+def _quantile(sorted_xs: Sequence[float], q: float) -> float:
+    if not sorted_xs:
+        return math.nan
+    pos = (len(sorted_xs) - 1) * q
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def rel_ci(samples: Sequence[float]) -> float:
+    """Approximate 95% CI half-width of the median, relative to it (boxplot notch formula)."""
+    if len(samples) < 2:
+        return math.inf
+    xs = sorted(samples)
+    med = _quantile(xs, 0.5)
+    if med <= 0:
+        return math.inf
+    return 1.58 * (_quantile(xs, 0.75) - _quantile(xs, 0.25)) / math.sqrt(len(xs)) / med
+
+
+@dataclass
+class TimingStats:
+    timer: str
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    p10_ms: float
+    p90_ms: float
+    iqr_ms: float
+    rel_iqr: float
+    rel_ci: float
+    samples: int
+    warmup_calls: int
+    noisy: bool
+    converged: bool
+    host_ms: float
+    gate_misses: int
+    gate_mode: str
+    wall_s: float
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def summarize(samples: Sequence[float], **kw: Any) -> TimingStats:
+    xs = sorted(samples)
+    med = _quantile(xs, 0.5)
+    iqr = _quantile(xs, 0.75) - _quantile(xs, 0.25)
+    rel_iqr = iqr / med if med > 0 else math.inf
+    return TimingStats(
+        median_ms=med,
+        mean_ms=statistics.fmean(xs) if xs else math.nan,
+        min_ms=xs[0] if xs else math.nan,
+        p10_ms=_quantile(xs, 0.10),
+        p90_ms=_quantile(xs, 0.90),
+        iqr_ms=iqr,
+        rel_iqr=rel_iqr,
+        rel_ci=rel_ci(xs),
+        samples=len(xs),
+        noisy=rel_iqr > NOISY_REL_IQR,
+        **kw,
+    )
+
+
+class L2Control:
+    """Persisting-L2 reset through the driver API (an access-policy window survives a flush)."""
+
+    CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
+
+    def __init__(self) -> None:
+        self.available = False
+        self.note = ""
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            self._reset = lib.cuCtxResetPersistingL2Cache
+            self._set = lib.cuCtxSetLimit
+            self._set.argtypes = [ctypes.c_int, ctypes.c_size_t]
+            self._get = lib.cuCtxGetLimit
+            self._get.argtypes = [ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
+            self.available = True
+        except (OSError, AttributeError) as e:
+            self.note = f"persisting-L2 control unavailable: {e}"
+
+    def reset(self) -> None:
+        if self.available:
+            rc = self._reset()
+            if rc != 0:
+                self.available = False
+                self.note = f"cuCtxResetPersistingL2Cache returned {rc}; reset disabled"
+
+    def limit(self) -> Optional[int]:
+        if not self.available:
+            return None
+        v = ctypes.c_size_t(0)
+        rc = self._get(ctypes.byref(v), self.CU_LIMIT_PERSISTING_L2_CACHE_SIZE)
+        return int(v.value) if rc == 0 else None
+
+    def zero_limit(self) -> None:
+        if self.available:
+            self._set(self.CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0)
+
+
+Prepare = Callable[[], Sequence[Any]]
+After = Optional[Callable[[Any], None]]
+
+
+class HostSampler:
+    """perf_counter around the call (CPU evaluations)."""
+
+    timer = "host"
+    gate_mode = "host"
+
+    def __init__(self) -> None:
+        self.gate_misses = 0
+
+    def run(self, fn: Callable[..., Any], prepare: Prepare, after: After) -> Tuple[float, float, bool]:
+        args = prepare()
+        t0 = _perf_counter()
+        out = fn(*args)
+        t1 = _perf_counter()
+        if after is not None:
+            after(out)
+        ms = (t1 - t0) * 1e3
+        return ms, ms, True
+
+
+class CudaSampler:
+    """CUDA events around a gated call, L2 flushed before it (see the module docstring)."""
+
+    timer = "cuda_event"
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        props = torch.cuda.get_device_properties(device)
+        self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
+        nbytes = max(2 * self.l2_bytes + (16 << 20), 32 << 20)
+        with torch.cuda.device(device):
+            self.stream = torch.cuda.current_stream(device)
+            self.flush_buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+            self.events = [_Event(enable_timing=True) for _ in range(3)]
+        self.flush_bytes = nbytes
+        self.l2 = L2Control()
+        self.cycles_per_us = 2000.0  # refined from every sample
+        self.gate_us = 100.0
+        self.gate_misses = 0
+        self._consecutive_misses = 0
+        self.gate_mode = "gated"
+
+    def flush(self) -> None:
+        # a read of a clean buffer twice the L2 size: dirty lines are written back here, outside
+        # the window, and the kernel then starts from an L2 holding nothing of its own data
+        self.flush_buf.sum()
+
+    def _gate_cycles(self) -> int:
+        return int(self.gate_us * self.cycles_per_us)
+
+    def reset_gate(self) -> None:
+        self.gate_us = 100.0
+        self._consecutive_misses = 0
+        self.gate_misses = 0
+        self.gate_mode = "gated"
+
+    def run(self, fn: Callable[..., Any], prepare: Prepare, after: After) -> Tuple[float, float, bool]:
+        pre, start, end = self.events
+        _cuda_sync()
+        self.l2.reset()
+        args = prepare()
+        self.flush()
+        cycles = self._gate_cycles()
+        _record(pre, self.stream)
+        _sleep(cycles)
+        t0 = _perf_counter()
+        _record(start, self.stream)
+        out = fn(*args)
+        _record(end, self.stream)
+        t1 = _perf_counter()
+        if torch.cuda.current_stream(self.device) != self.stream:
+            torch.cuda.set_stream(self.stream)
+        if after is not None:
+            after(out)
+        del out
+        _ev_sync(end)
+        ms = _elapsed(start, end)
+        gate_ms = _elapsed(pre, start)
+        host_us = (t1 - t0) * 1e6
+        if gate_ms > 0:
+            self.cycles_per_us = max(100.0, cycles / (gate_ms * 1e3))
+        gate_us = gate_ms * 1e3
+        valid = host_us < GATE_HOST_SHARE * gate_us
+        if self.gate_mode == "best_effort":
+            valid = True
+        elif not valid:
+            self.gate_misses += 1
+            self._consecutive_misses += 1
+            if self.gate_us >= GATE_MAX_US and self._consecutive_misses >= 8:
+                self.gate_mode = "best_effort"
+            self.gate_us = min(GATE_MAX_US, max(self.gate_us * 2.0, 2.0 * host_us + GATE_MIN_US))
+        else:
+            self._consecutive_misses = 0
+            # shrink toward 1.6x the host cost so samples stay cheap
+            target = max(GATE_MIN_US, 1.6 * host_us + GATE_MIN_US)
+            if self.gate_us > 2.0 * target:
+                self.gate_us = max(target, self.gate_us * 0.7)
+        return ms, host_us / 1e3, valid
+
+
+def measure(
+    sampler: Any,
+    fn: Callable[..., Any],
+    prepare: Prepare,
+    after: After,
+    *,
+    warmup_runs: int,
+    warmup_min_s: float,
+    warmup_max_s: float,
+    iterations: int,
+    max_time_s: float,
+    max_samples: int,
+    target_rel_ci: float,
+    hard_limit_s: float = 120.0,
+) -> TimingStats:
+    """Warm up until stable, then sample until the median is tight or the budget is spent."""
+    t_begin = _perf_counter()
+    warm: List[float] = []
+    n_warm = 0
+    min_warm = max(3, warmup_runs)
+    while True:
+        ms, _, valid = sampler.run(fn, prepare, after)
+        n_warm += 1
+        if valid:
+            warm.append(ms)
+        el = _perf_counter() - t_begin
+        if n_warm >= min_warm and len(warm) >= 3 and el >= warmup_min_s:
+            if el >= warmup_max_s:
+                break
+            if len(warm) >= 10:
+                a = statistics.median(warm[-10:-5])
+                b = statistics.median(warm[-5:])
+                if a > 0 and abs(b - a) <= 0.02 * a:
+                    break
+        if el >= hard_limit_s and n_warm >= 1:
+            break
+    samples: List[float] = []
+    hosts: List[float] = []
+    t0 = _perf_counter()
+    converged = False
+    while True:
+        ms, host_ms, valid = sampler.run(fn, prepare, after)
+        if valid:
+            samples.append(ms)
+            hosts.append(host_ms)
+        n = len(samples)
+        el = _perf_counter() - t0
+        if n >= iterations:
+            if n % 8 == 0 or el >= max_time_s:
+                if rel_ci(samples) <= target_rel_ci:
+                    converged = True
+                    break
+            if el >= max_time_s:
+                break
+        if n >= max_samples:
+            break
+        if el >= hard_limit_s and n >= 3:
+            break
+    return summarize(
+        samples,
+        timer=sampler.timer,
+        warmup_calls=n_warm,
+        converged=converged,
+        host_ms=statistics.median(hosts) if hosts else math.nan,
+        gate_misses=sampler.gate_misses,
+        gate_mode=sampler.gate_mode,
+        wall_s=_perf_counter() - t_begin,
+    )

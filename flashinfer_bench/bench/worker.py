@@ -1,0 +1,370 @@
+"""The per-device worker: a trusted supervisor that owns the socket and writes traces.
+
+    python -m flashinfer_bench.bench.worker --socket PATH --device cuda:0 --worker-dir DIR
+
+It never imports torch. It keeps one runner child (`runner.py`) that holds torch, CUDA, loaded
+solutions and cached reference outputs, sends it one evaluation at a time, and turns the answer
+into a Trace. When the runner dies (segfault, abort, `os._exit`, illegal memory access) the
+evaluation becomes RUNTIME_ERROR with the runner's captured output; when it does not answer within
+the evaluation's timeout it is killed and the evaluation becomes TIMEOUT. Either way a new runner
+is started at once and the next request is served. The worker exits after `--idle-timeout`
+seconds without requests, or when its socket file is removed or replaced.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from .assemble import assemble_trace, environment, read_capped
+from .config import EvalConfig
+from .protocol import ConnectionClosed, recv_msg, send_msg
+
+log = logging.getLogger("flashinfer_bench.worker")
+
+
+class RunnerStartError(RuntimeError):
+    pass
+
+
+@dataclass
+class RunnerHandle:
+    proc: subprocess.Popen
+    sock: socket.socket
+    ready: Dict[str, Any]
+    log_path: Path
+    scratch: Path
+    started: float = field(default_factory=time.monotonic)
+
+
+def describe_exit(rc: Optional[int]) -> str:
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return f"killed by signal {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit code {rc}"
+
+
+def _physical(device: str) -> tuple:
+    """(CUDA_VISIBLE_DEVICES value for the runner, physical index) of a cuda:N device."""
+    n = int(device.split(":", 1)[1]) if ":" in device else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible not in (None, ""):
+        ids = [x.strip() for x in visible.split(",") if x.strip()]
+        if n >= len(ids):
+            raise RunnerStartError(f"{device} is not among CUDA_VISIBLE_DEVICES={visible}")
+        phys = ids[n]
+    else:
+        phys = str(n)
+    return phys, (int(phys) if phys.isdigit() else n)
+
+
+class Supervisor:
+    def __init__(
+        self, socket_path: Path, device: str, worker_dir: Path, idle_timeout: float, cache_dir: Path,
+        startup_timeout: float = 300.0,
+    ) -> None:
+        self.socket_path = socket_path
+        self.device = device
+        self.worker_dir = worker_dir
+        self.idle_timeout = idle_timeout
+        self.cache_dir = cache_dir
+        self.startup_timeout = startup_timeout
+        self.runtime_dir = worker_dir / f"{socket_path.stem}.d"
+        self.logs_dir = self.runtime_dir / "logs"
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.base_seed = random.SystemRandom().randrange(1 << 31)
+        self.runner: Optional[RunnerHandle] = None
+        self.last_ready: Optional[Dict[str, Any]] = None
+        self._runner_lock = threading.Lock()
+        self._measure_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._active = 0
+        self._last_activity = time.monotonic()
+        self._stop = threading.Event()
+        self._n_runner = 0
+        self._n_eval = 0
+        self.start_error: Optional[str] = None
+
+    # ------------------------------------------------------------------ runner lifecycle
+    def _spawn_runner(self) -> RunnerHandle:
+        self._n_runner += 1
+        n = self._n_runner
+        scratch = self.runtime_dir / "scratch" / f"runner-{n}"
+        scratch.mkdir(parents=True, exist_ok=True)
+        runner_log = self.logs_dir / f"runner-{n}.log"
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        args = [sys.executable, "-m", "flashinfer_bench.bench.runner", "--device"]
+        if self.device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            args += ["cpu"]
+        else:
+            vis, phys = _physical(self.device)
+            env["CUDA_VISIBLE_DEVICES"] = vis
+            args += ["cuda:0", "--physical-index", str(phys)]
+        parent, child = socket.socketpair()
+        args += ["--fd", str(child.fileno()), "--scratch", str(scratch), "--cache-dir", str(self.cache_dir)]
+        with open(runner_log, "ab") as lf:
+            proc = subprocess.Popen(
+                args, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True, cwd=str(scratch),
+            )
+        child.close()
+        try:
+            msg = recv_msg(parent, timeout=self.startup_timeout)
+        except (TimeoutError, ConnectionClosed) as e:
+            self._kill(proc)
+            parent.close()
+            raise RunnerStartError(
+                f"the runner did not start ({type(e).__name__}: {e}; {describe_exit(proc.poll())}):\n"
+                + read_capped(runner_log, 16384)
+            ) from e
+        if msg.get("type") != "ready":
+            self._kill(proc)
+            parent.close()
+            raise RunnerStartError(f"the runner failed to start: {msg.get('error')}\n{msg.get('traceback', '')}")
+        log.info("runner %d ready (pid %d, %.1fs)", n, proc.pid, msg.get("startup_s", 0))
+        self.last_ready = msg
+        return RunnerHandle(proc, parent, msg, runner_log, scratch)
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            log.error("runner pid %d did not die after SIGKILL", proc.pid)
+
+    def ensure_runner(self) -> RunnerHandle:
+        with self._runner_lock:
+            r = self.runner
+            if r is not None and r.proc.poll() is None:
+                return r
+            if r is not None:
+                self._discard(r)
+            self.runner = self._spawn_runner()
+            self.start_error = None
+            return self.runner
+
+    def _discard(self, r: RunnerHandle) -> None:
+        self._kill(r.proc)
+        try:
+            r.sock.close()
+        except OSError:
+            pass
+        shutil.rmtree(r.scratch, ignore_errors=True)
+        if self.runner is r:
+            self.runner = None
+
+    def replace_runner(self, r: RunnerHandle, why: str) -> None:
+        """Kill `r` and start a fresh runner in the background (the next request waits for it)."""
+        log.warning("replacing runner pid %d: %s", r.proc.pid, why)
+        with self._runner_lock:
+            self._discard(r)
+
+        def _start() -> None:
+            try:
+                self.ensure_runner()
+            except RunnerStartError as e:
+                self.start_error = str(e)
+                log.error("runner restart failed: %s", e)
+
+        threading.Thread(target=_start, daemon=True).start()
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, req: Dict[str, Any]) -> str:
+        """One request -> the JSON of its Trace (never raises for a bad solution)."""
+        t0 = time.monotonic()
+        cfg = EvalConfig.model_validate(req["config"])
+        common = dict(definition=req["definition"]["name"], solution=req["solution_name"], workload=req["workload"])
+        build = req["build"]
+        seed = cfg.seed if cfg.seed is not None else self.base_seed
+
+        def trace(status: str, message: str, output: str = "", result: Optional[Dict[str, Any]] = None) -> str:
+            static = (self.last_ready or {}).get("env")
+            per_eval = dict((result or {}).get("env") or {})
+            per_eval.setdefault("seed", seed)
+            extra = dict((result or {}).get("extra") or {})
+            extra["eval_seconds"] = time.monotonic() - t0
+            t = assemble_trace(
+                **common, status=status, message=message, output_log=output,
+                env=environment(static, per_eval, self.device),
+                correctness=(result or {}).get("correctness"), performance=(result or {}).get("performance"),
+                extra=extra,
+            )
+            return t.model_dump_json()
+
+        bstatus = str(build.get("status", "COMPILE_ERROR"))
+        if bstatus != "OK":
+            if self.last_ready is None:
+                try:
+                    self.ensure_runner()  # for the hardware name the trace must carry
+                except RunnerStartError:
+                    pass
+            if bstatus == "COMPILE_ERROR":
+                return trace("COMPILE_ERROR", f"build failed:\n{build.get('log', '')}")
+            return trace("RUNTIME_ERROR", f"build {bstatus.lower()}: cannot run here:\n{build.get('log', '')}")
+        try:
+            r = self.ensure_runner()
+        except RunnerStartError as e:
+            return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
+        self._n_eval += 1
+        log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
+        request = {
+            "definition": req["definition"], "workload": req["workload"], "build": build,
+            "config": cfg.model_dump(mode="json"), "seed": seed, "dataset_root": req.get("dataset_root"),
+        }
+        try:
+            send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request})
+            reply = recv_msg(r.sock, timeout=cfg.timeout_s)
+        except TimeoutError:
+            self.replace_runner(r, "timeout")
+            out = read_capped(log_path, cfg.log_limit_bytes)
+            return trace("TIMEOUT", f"no result within the {cfg.timeout_s:g} s timeout; the runner was killed", out)
+        except (ConnectionClosed, BrokenPipeError, ConnectionResetError) as e:
+            try:
+                r.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            how = describe_exit(r.proc.poll())
+            self.replace_runner(r, f"died ({how})")
+            out = read_capped(log_path, cfg.log_limit_bytes)
+            return trace(
+                "RUNTIME_ERROR",
+                f"the runner process died during the evaluation ({how}); the solution crashed or exited the process",
+                out,
+            )
+        result = reply.get("result") or {}
+        if not result.get("healthy", True):
+            self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
+        out = read_capped(log_path, cfg.log_limit_bytes)
+        return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
+
+    # ------------------------------------------------------------------ serving
+    def _handle(self, conn: socket.socket) -> None:
+        with self._state_lock:
+            self._active += 1
+        try:
+            msg = recv_msg(conn, timeout=60)
+            op = msg.get("op")
+            if op == "ping":
+                send_msg(conn, {"ok": True, "pid": os.getpid(), "device": self.device,
+                                "runner": (self.last_ready or {}).get("pid"), "env": (self.last_ready or {}).get("env")})
+            elif op == "shutdown":
+                send_msg(conn, {"ok": True})
+                self._stop.set()
+            elif op == "evaluate":
+                with self._measure_lock:
+                    send_msg(conn, {"event": "started"})
+                    tr = self.evaluate(msg["request"])
+                send_msg(conn, {"event": "result", "trace": tr})
+            else:
+                send_msg(conn, {"error": f"unknown op {op!r}"})
+        except (ConnectionClosed, TimeoutError, BrokenPipeError, ConnectionResetError) as e:
+            log.warning("client connection ended early: %s", e)
+        finally:
+            conn.close()
+            with self._state_lock:
+                self._active -= 1
+                self._last_activity = time.monotonic()
+
+    def _socket_is_ours(self, ino: int) -> bool:
+        try:
+            return os.stat(self.socket_path).st_ino == ino
+        except OSError:
+            return False
+
+    def serve(self) -> None:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.socket_path.unlink()
+        except FileNotFoundError:
+            pass
+        listener.bind(str(self.socket_path))
+        listener.listen(64)
+        listener.settimeout(0.5)
+        ino = os.stat(self.socket_path).st_ino
+        log.info("worker %d serving %s on %s", os.getpid(), self.device, self.socket_path)
+
+        def _prewarm() -> None:
+            try:
+                self.ensure_runner()
+            except RunnerStartError as e:
+                self.start_error = str(e)
+                log.error("runner start failed: %s", e)
+
+        threading.Thread(target=_prewarm, daemon=True).start()
+        try:
+            while not self._stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except socket.timeout:
+                    with self._state_lock:
+                        idle = self._active == 0 and time.monotonic() - self._last_activity > self.idle_timeout
+                    if idle:
+                        log.info("idle for %.0f s, exiting", self.idle_timeout)
+                        break
+                    if not self._socket_is_ours(ino):
+                        log.info("socket file replaced or removed, exiting")
+                        break
+                    continue
+                conn.settimeout(None)
+                threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+        finally:
+            if self._socket_is_ours(ino):
+                try:
+                    self.socket_path.unlink()
+                except FileNotFoundError:
+                    pass
+            listener.close()
+            with self._runner_lock:
+                if self.runner is not None:
+                    try:
+                        send_msg(self.runner.sock, {"type": "exit"})
+                        self.runner.proc.wait(timeout=5)
+                    except (OSError, subprocess.TimeoutExpired):
+                        pass
+                    self._discard(self.runner)
+
+
+def main(argv: Optional[list] = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--socket", required=True)
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--worker-dir", required=True)
+    ap.add_argument("--cache-dir", required=True)
+    ap.add_argument("--idle-timeout", type=float, default=120.0)
+    ap.add_argument("--startup-timeout", type=float, default=300.0)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(levelname)s worker: %(message)s")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    sup = Supervisor(
+        Path(args.socket), args.device, Path(args.worker_dir), args.idle_timeout, Path(args.cache_dir),
+        args.startup_timeout,
+    )
+    sup.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

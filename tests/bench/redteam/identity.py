@@ -1,0 +1,3 @@
+# expect: INCORRECT_NUMERICAL  (returns its input)
+def run(x, weight, eps):
+    return x
