@@ -1,0 +1,79 @@
+"""The seeds' Benchmark API over a dataset directory."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flashinfer_bench import Benchmark, BenchmarkConfig, TraceSet
+from flashinfer_bench.data import Trace
+
+from .conftest import GOOD_DPS, GOOD_VR, make_solution, rms_definition, rms_workload
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    d = rms_definition(name="rmsnorm_bench_api")
+    ts = TraceSet()
+    ts.add_definition(d)
+    ts.add_solution(make_solution("api_vr", GOOD_VR, d))
+    ts.add_solution(make_solution("api_dps", GOOD_DPS, d, dps=True))
+    for b in (4, 16):
+        ts.add_workload(rms_workload(b, uuid=f"api_b{b}"), definition=d.name)
+    ts.to_path(tmp_path / "ds")
+    return tmp_path / "ds"
+
+
+def _config(cpu_config) -> BenchmarkConfig:
+    return BenchmarkConfig(
+        device="cpu", warmup_runs=2, iterations=8, max_time_s=0.02,
+        worker_dir=cpu_config.worker_dir, cache_dir=cpu_config.cache_dir,
+    )
+
+
+def test_run_all_returns_adds_and_appends(dataset: Path, cpu_config) -> None:
+    ts = TraceSet.from_path(dataset)
+    bench = Benchmark(ts, _config(cpu_config))
+    new = bench.run_all()
+    assert len(new) == 4 and all(isinstance(t, Trace) for t in new)
+    assert {t.evaluation.status.value for t in new} == {"PASSED"}, [t.evaluation.log for t in new]
+    assert len(ts.traces_for("rmsnorm_bench_api")) == 4
+    path = dataset / "traces" / "rmsnorm" / "rmsnorm_bench_api.jsonl"
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4 and all(json.loads(x)["evaluation"]["status"] == "PASSED" for x in lines)
+    # a resumed run evaluates nothing new; a plain run appends and keeps the old lines
+    assert Benchmark(ts, _config(cpu_config)).run_all(resume=True) == []
+    ts2 = TraceSet.from_path(dataset)
+    Benchmark(ts2, _config(cpu_config).model_copy(update={"solutions": ["api_vr"]})).run_all()
+    assert path.read_text().splitlines()[:4] == lines and len(path.read_text().splitlines()) == 6
+    for t in new:
+        print(f"{t.solution} {t.workload.uuid}: {t.evaluation.speedup_factor:.2f}x, max rel {t.evaluation.max_relative_error:.1e}")
+
+
+def test_run_solution_and_selection(dataset: Path, cpu_config) -> None:
+    ts = TraceSet.from_path(dataset)
+    out = Benchmark(ts, _config(cpu_config)).run_solution("api_vr", workloads=ts.workloads_for("rmsnorm_bench_api")[:1])
+    assert len(out) == 1 and out[0].solution == "api_vr" and out[0].evaluation.status.value == "PASSED"
+    cfg = _config(cpu_config).model_copy(update={"definitions": ["nope"]})
+    assert Benchmark(ts, cfg).run_all(dump_traces=False) == []
+
+
+def test_example04_without_config_or_workloads(tmp_path: Path) -> None:
+    ts = TraceSet()
+    d = rms_definition(name="fused_like")
+    ts.add_definition(d)
+    ts.add_solution(make_solution("only_solution", GOOD_VR, d))
+    ts.save(tmp_path / "custom_kernels.json")
+    loaded = TraceSet.load(tmp_path / "custom_kernels.json")
+    results = Benchmark(loaded).run_all()
+    assert results == []
+    assert not (tmp_path / "traces").exists()
+
+
+def test_unknown_config_fields_are_refused() -> None:
+    with pytest.raises(ValueError):
+        BenchmarkConfig(warmup_runs=5, iterations=20, not_a_setting=1)
+    c = BenchmarkConfig(warmup_runs=5, iterations=20, timeout_seconds=30, use_isolated_runner=True)
+    e = c.to_eval_config()
+    assert (e.warmup_runs, e.iterations, e.timeout_s) == (5, 20, 30)
