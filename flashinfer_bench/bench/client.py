@@ -154,6 +154,24 @@ def ping_worker(device: str, config: EvalConfig, spawn: bool = False) -> Optiona
         s.close()
 
 
+def warm_worker(device: str, config: EvalConfig) -> Optional[Dict[str, Any]]:
+    """Start the device's worker and its runner; returns the runner's description (env, peaks,
+    timing calibration) or None when it cannot start."""
+    dev = resolve_device(device)
+    try:
+        s = connect_worker(dev, config, spawn=True)
+    except (OSError, WorkerUnavailable):
+        return None
+    try:
+        send_msg(s, {"op": "warm"})
+        r = recv_msg(s, timeout=config.startup_timeout_s + 30)
+        return r if r.get("ok") else None
+    except (ConnectionClosed, TimeoutError, OSError):
+        return None
+    finally:
+        s.close()
+
+
 def shutdown_worker(device: str, config: EvalConfig) -> bool:
     """Ask the device's worker (this code version) to exit; False when none was running."""
     try:

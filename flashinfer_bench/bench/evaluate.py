@@ -63,6 +63,8 @@ SUSPECT_FLAGS = {
     "below_roofline_floor", "background_work", "background_threads", "timer_patched", "l2_persistence_set",
 }
 NO_FASTER_THAN_REFERENCE = 1.05
+HOST_BOUND_MIN_MS = 0.2
+HOST_BOUND_RATIO = 20.0
 # a reference's timing is reused for this long by later solutions of the same workload
 REF_TIMING_TTL_S = 600.0
 
@@ -172,18 +174,10 @@ class RunnerState:
         self.ref_timing: Dict[str, Dict[str, Any]] = {}
         self.st_cache = SafetensorsCache()
         self.event_overhead_ms: Optional[float] = None
+        self.calibration: Dict[str, Any] = {}
         if self.cuda:
-            self.event_overhead_ms = self._event_overhead()
-
-    def _event_overhead(self) -> float:
-        """Median of an empty gated event pair: what the window holds besides the kernels."""
-        stats = timing.measure(
-            self.sampler, lambda: None, lambda: (), None,
-            warmup_runs=3, warmup_min_s=0.0, warmup_max_s=0.02, iterations=30,
-            max_time_s=0.02, max_samples=200, target_rel_ci=0.01,
-        )
-        self.sampler.reset_gate()
-        return stats.median_ms
+            self.calibration = timing.calibrate_overhead(self.sampler, device)
+            self.event_overhead_ms = self.calibration["overhead_ms"]
 
     # ------------------------------------------------------------------ loading
     def reference(self, definition: Definition) -> Callable[..., Any]:
@@ -266,12 +260,15 @@ class EvalRun:
         self.out_names = list(self.definition.outputs)
         self.tols = {n: tolerance_for(self.definition, n, self.cfg.rtol, self.cfg.atol) for n in self.out_names}
         self.corr: Optional[Dict[str, Any]] = None
+        self._key: Optional[str] = None
 
     # ------------------------------------------------------------------ helpers
     def _wl_key(self) -> str:
-        w = json.dumps(self.workload.model_dump(mode="json"), sort_keys=True)
-        d = hashlib.sha256((self.definition.model_dump_json() + w).encode()).hexdigest()
-        return d
+        """Identity of (definition, workload) for the caches."""
+        if self._key is None:
+            w = json.dumps(self.workload.model_dump(mode="json"), sort_keys=True)
+            self._key = hashlib.sha256((self.definition.model_dump_json() + w).encode()).hexdigest()
+        return self._key
 
     def _call_reference(self, ref: Callable[..., Any], inputs: Sequence[Any]) -> List[Any]:
         _set_backend_flags(self.state.backend_flags)
@@ -653,6 +650,14 @@ class EvalRun:
             rf = roofline(self.definition, self.axes, lat, state.peaks, apply_floor=state.cuda)
             self.flags += rf.pop("flags")
             self.extra.update(rf)
+            if state.cuda and lat <= 0:
+                self.flags.append("below_roofline_floor")
+                self.notes.append("no measurable device time inside the timed window")
+            if state.cuda and stats.host_ms > max(HOST_BOUND_MIN_MS, HOST_BOUND_RATIO * max(lat, 0.0)):
+                # the gate hides host work; a call whose host side dwarfs its device time may be
+                # doing real work on the CPU that the device latency does not show
+                self.flags.append("host_bound")
+                self.notes.append(f"host time per call {stats.host_ms * 1e3:.0f} us vs device {lat * 1e3:.1f} us")
             if ref_stats and speedup <= NO_FASTER_THAN_REFERENCE:
                 self.flags.append("no_faster_than_reference")
         except EvalFailure as f:
@@ -706,7 +711,10 @@ class EvalRun:
             gate_misses=stats.gate_misses, timing_wall_s=stats.wall_s,
         )
         if self.state.event_overhead_ms is not None:
+            # latency_ms = CUDA-event time - this overhead (see timing.calibrate_overhead)
             e["event_overhead_ms"] = self.state.event_overhead_ms
+            e["overhead_source"] = self.state.calibration.get("source")
+            e["latency_ms_event"] = stats.median_ms + self.state.event_overhead_ms
         if self.state.cuda:
             e["l2_flush_bytes"] = self.state.sampler.flush_bytes
             if not self.state.sampler.l2.available:

@@ -72,7 +72,7 @@ def main(argv: Optional[list] = None) -> int:
         {
             "type": "ready", "pid": os.getpid(), "env": state.env.static, "peaks": state.peaks,
             "confine": confined, "startup_s": time.perf_counter() - t0,
-            "event_overhead_ms": state.event_overhead_ms,
+            "event_overhead_ms": state.event_overhead_ms, "calibration": state.calibration,
         },
     )
     while True:

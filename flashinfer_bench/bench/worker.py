@@ -270,6 +270,13 @@ class Supervisor:
             if op == "ping":
                 send_msg(conn, {"ok": True, "pid": os.getpid(), "device": self.device,
                                 "runner": (self.last_ready or {}).get("pid"), "env": (self.last_ready or {}).get("env")})
+            elif op == "warm":
+                # start the runner if needed and describe it (env, peaks, timing calibration)
+                try:
+                    r = self.ensure_runner()
+                    send_msg(conn, {"ok": True, "pid": os.getpid(), "ready": r.ready})
+                except RunnerStartError as e:
+                    send_msg(conn, {"ok": False, "error": str(e)})
             elif op == "shutdown":
                 send_msg(conn, {"ok": True})
                 self._stop.set()

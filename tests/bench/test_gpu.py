@@ -1,0 +1,135 @@
+"""GPU-only evaluation tests (pytest -m gpu on the device machine)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Set
+
+import pytest
+
+from flashinfer_bench.bench.client import evaluate_via_worker, ping_worker, shutdown_worker
+from flashinfer_bench.bench.config import EvalConfig
+from flashinfer_bench.bench.loader import build_solution
+from flashinfer_bench.data import Definition, Trace, TraceSet
+
+from .conftest import GOOD_VR, REDTEAM, make_solution, rms_definition, rms_workload
+from .test_redteam import CASES, CRASHES
+
+pytestmark = pytest.mark.gpu
+
+GPU_ONLY = {
+    "side_stream": (False, {"INCORRECT_NUMERICAL", "PASSED"}, "background_work"),
+    "grab_all_memory": (False, {"RUNTIME_ERROR"}, None),
+    "illegal_address": (False, {"RUNTIME_ERROR"}, None),
+}
+
+
+@pytest.fixture(scope="module")
+def cuda_config(tmp_path_factory: pytest.TempPathFactory):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    d = tmp_path_factory.mktemp("gpu")
+    cfg = EvalConfig(device="cuda:0", worker_dir=str(d / "w"), cache_dir=str(d / "cache"), timeout_s=120)
+    yield cfg
+    shutdown_worker("cuda:0", cfg)
+
+
+def _flags(t: Trace) -> Set[str]:
+    ev = t.evaluation
+    return set((ev.correctness.extra or {}).get("flags", [])) if ev and ev.correctness else set()
+
+
+def _eval(name: str, src: str, definition: Definition, cfg: EvalConfig, dps: bool = False, batch: int = 512) -> Trace:
+    sol = make_solution(name, src, definition, dps=dps)
+    b = build_solution(sol, definition, Path(cfg.cache_dir))
+    return evaluate_via_worker(definition, sol, rms_workload(batch), b, cfg)
+
+
+@pytest.mark.parametrize("name", sorted({**CASES, **GPU_ONLY}))
+def test_redteam_on_gpu(name: str, cuda_config) -> None:
+    d = rms_definition(4096, name="rmsnorm_gpu_redteam")
+    dps, statuses, flag = {**CASES, **GPU_ONLY}[name]
+    batch = 8192 if name == "side_stream" else 512
+    t = _eval(f"redteam_{name}", (REDTEAM / f"{name}.py").read_text(), d, cuda_config, dps=dps, batch=batch)
+    ev = t.evaluation
+    assert ev.status.value in statuses, f"{name}: {ev.status.value}\n{ev.log}"
+    if ev.status.value == "PASSED":
+        assert flag in _flags(t), f"{name} passed without the flag {flag}: {_flags(t)}"
+    elif flag and ev.correctness is not None:
+        assert flag in _flags(t), (name, _flags(t))
+    if name in CRASHES or name in ("grab_all_memory", "illegal_address"):
+        ok = _eval("good_after", GOOD_VR, d, cuda_config)
+        assert ok.evaluation.status.value == "PASSED", ok.evaluation.log
+
+
+def test_timer_patch_and_reference_calls_on_gpu(cuda_config) -> None:
+    d = rms_definition(4096, name="rmsnorm_gpu_redteam")
+    t = _eval("redteam_timer_patch", (REDTEAM / "timer_patch.py").read_text(), d, cuda_config)
+    assert t.evaluation.status.value == "PASSED" and "timer_patched" in _flags(t)
+    assert t.evaluation.performance.latency_ms > 1e-3
+    t = _eval("redteam_calls_reference", (REDTEAM / "calls_reference.py").read_text(), d, cuda_config, batch=2048)
+    assert t.evaluation.status.value == "PASSED"
+    assert t.evaluation.performance.speedup_factor < 1.15, t.evaluation.performance
+
+
+def test_anchor_dataset_is_correct_ranked_and_under_the_roofline(anchor_dataset: Path, cuda_config) -> None:
+    ts = TraceSet.from_path(anchor_dataset)
+    lat = {}
+    for dname, definition in ts.definitions.items():
+        for sol in ts.solutions_for(dname):
+            b = build_solution(sol, definition, Path(cuda_config.cache_dir))
+            for wl in ts.workloads_for(dname):
+                t = evaluate_via_worker(definition, sol, wl, b, cuda_config)
+                ev = t.evaluation
+                assert ev.status.value == "PASSED", (sol.name, wl.workload.uuid, ev.log)
+                x = ev.correctness.extra
+                assert x["timer"] == "cuda_event" and x["gate_mode"] == "gated", x
+                assert x["pct_of_peak_bw"] < 110, x
+                assert "below_roofline_floor" not in x["flags"]
+                lat[(sol.name, wl.workload.axes["batch_size"])] = ev.performance.latency_ms
+    for batch in (1, 8, 32, 128, 512, 2048, 8192):
+        assert lat[("rmsnorm_triton_row", batch)] < lat[("rmsnorm_torch_fn", batch)], batch
+
+
+def test_same_evaluation_twice_agrees(cuda_config) -> None:
+    d = rms_definition(4096, name="rmsnorm_gpu_repeat")
+    a = _eval("repeat_vr", GOOD_VR, d, cuda_config, batch=2048).evaluation.performance.latency_ms
+    b = _eval("repeat_vr", GOOD_VR, d, cuda_config, batch=2048).evaluation.performance.latency_ms
+    assert abs(a - b) <= max(0.1 * min(a, b), 0.5e-3), (a, b)
+
+
+UNUSED_INPUT_REF = """import torch
+
+
+def run(x, pad, weight, eps):
+    xf = x.to(torch.float32)
+    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (xf * rstd * weight.to(torch.float32)).to(torch.float16)
+"""
+UNUSED_INPUT_SOL = """import torch
+
+
+def run(x, pad, weight, eps):
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, float(eps))
+"""
+
+
+def test_time_below_the_physical_floor_is_flagged(cuda_config) -> None:
+    """A definition that declares a large input nobody reads: any correct solution 'beats' DRAM."""
+    base = rms_definition(4096).model_dump()
+    base["name"] = "rmsnorm_with_unread_input"
+    base["axes"]["pad"] = {"type": "const", "value": 1 << 26}
+    base["inputs"] = {"x": base["inputs"]["x"], "pad": {"shape": ["pad"], "dtype": "float16"},
+                      "weight": base["inputs"]["weight"], "eps": base["inputs"]["eps"]}
+    base["reference"] = UNUSED_INPUT_REF
+    d = Definition.model_validate(base)
+    t = _eval("ignores_pad", UNUSED_INPUT_SOL, d, cuda_config, batch=8)
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    assert "below_roofline_floor" in ev.correctness.extra["flags"] and ev.correctness.extra["suspect"]
+
+
+def test_worker_survives_and_reports_environment(cuda_config) -> None:
+    info = ping_worker("cuda:0", cuda_config, spawn=True)
+    assert info and info["env"]["hardware"].startswith("NVIDIA")
+    assert info["env"]["sm_count"] > 0 and info["env"]["l2_bytes"] > 0
