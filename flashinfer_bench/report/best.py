@@ -18,7 +18,7 @@ import pandas as pd
 BEST_COLUMNS = [
     "definition", "hardware", "workload_label", "batch", "winner", "author", "latency_ms",
     "spread", "samples", "speedup", "speedup_vs_baseline", "max_abs_error", "max_rel_error",
-    "runner_up", "runner_up_latency_ms", "margin_pct", "verdict", "tie_with", "flags",
+    "runner_up", "runner_up_latency_ms", "runner_up_ratio", "verdict", "tie_with", "flags",
     "candidates", "workload",
 ]
 
@@ -108,7 +108,7 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
         else:
             r = ok.iloc[1]
             base.update(runner_up=r["solution"], runner_up_latency_ms=r["latency_ms"],
-                        margin_pct=100.0 * (r["latency_ms"] / w["latency_ms"] - 1.0))
+                        runner_up_ratio=r["latency_ms"] / w["latency_ms"])
             noise = within_noise(w, r)
             if noise is None:
                 base["verdict"] = NO_SPREAD

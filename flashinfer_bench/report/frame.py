@@ -120,7 +120,7 @@ def _row(ts: TraceSet, t: Trace) -> Dict[str, Any]:
         "status": status,
         "passed": passed,
         "timed": timed,
-        "latency_ms": lat if timed else (lat if _pos(lat) else math.nan),
+        "latency_ms": lat if _pos(lat) else math.nan,
         "reference_latency_ms": ref if _pos(ref) else math.nan,
         "speedup": speed if timed else math.nan,
         "speedup_vs_baseline": math.nan,

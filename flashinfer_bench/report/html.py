@@ -112,23 +112,23 @@ def _matrix_html(sub: pd.DataFrame) -> str:
     sols = sorted(sub["solution"].unique())
     with_base = sub["speedup_vs_baseline"].notna().any()
     order = sub.drop_duplicates("workload").sort_values(["batch", "workload_label"], kind="stable")
+    by_pair = {(r["workload"], r["solution"]): r for _, r in sub.iterrows()}
     head = "<th>workload</th>" + "".join(f"<th>{_e(s)}</th>" for s in sols)
     rows = []
     for _, w in order.iterrows():
         batch = w["batch"]
         cells = [f'<td data-sort="{float(batch)!r}">{_e(w["workload_label"])}</td>' if _is_num(batch) else f"<td>{_e(w['workload_label'])}</td>"]
         for s in sols:
-            m = sub[(sub["workload"] == w["workload"]) & (sub["solution"] == s)]
-            if m.empty:
+            r = by_pair.get((w["workload"], s))
+            if r is None:
                 cells.append('<td class="muted" data-sort="">not run</td>')
                 continue
-            r = m.iloc[0]
             if r["timed"]:
                 text = f"{r['latency_ms']:.4g} ms"
                 if _is_num(r["speedup"]):
-                    text += f" · {r['speedup']:.2f}x ref"
+                    text += f" · {fmt_number('speedup', r['speedup'])} ref"
                 if with_base and _is_num(r["speedup_vs_baseline"]):
-                    text += f" · {r['speedup_vs_baseline']:.2f}x base"
+                    text += f" · {fmt_number('speedup', r['speedup_vs_baseline'])} base"
                 cells.append(f'<td class="num" data-sort="{float(r["latency_ms"])!r}">{_e(text)}</td>')
             elif r["passed"]:
                 cells.append('<td class="bad">PASSED, no latency</td>')
@@ -157,6 +157,8 @@ def _environment_html(frame: pd.DataFrame) -> str:
                 else:
                     flat[k] = v
             for k, v in flat.items():
+                if v is None or v == "" or v == {}:
+                    continue
                 text = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
                 values.setdefault(k, {}).setdefault(text, 0)
                 values[k][text] += 1
@@ -231,6 +233,8 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
     roof = roofline_table(s.frame)
     for d in defs:
         body.append(f'<section id="def-{slug(d)}"><h2>{_e(d)}</h2>')
+        about = s.about.get(d, "not in the dataset any more: shown without shapes or roofline")
+        body.append(f"<p class=muted>{_e(about)}</p>")
         for (dd, hw), kinds in plots.items():
             if dd != d:
                 continue

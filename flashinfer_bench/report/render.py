@@ -27,9 +27,11 @@ def fmt_number(col: str, v: Any) -> str:
     if not isinstance(v, (int, float)):
         return str(v)
     if "pct_" in col or col.endswith("_pct"):
-        return f"{v:.1f}%"
-    if "speedup" in col:
-        return f"{v:.2f}x"
+        return f"{v:.1f}%" if abs(v) >= 0.1 else f"{v:.2g}%"
+    if "speedup" in col or col.endswith("_ratio"):
+        if abs(v) >= 10:
+            return f"{v:.0f}x"
+        return f"{v:.2f}x" if abs(v) >= 0.1 else f"{v:.2g}x"
     if col.endswith("_ms") or col.startswith("latency"):
         return f"{v:.4g}"
     if col.endswith("_error"):
@@ -49,7 +51,7 @@ TITLES = {
     "speedup": "vs ref", "speedup_vs_baseline": "vs baseline", "geomean_speedup": "geomean vs ref",
     "geomean_speedup_vs_baseline": "geomean vs baseline", "median_pct_of_peak_bw": "median % peak BW",
     "max_abs_error": "max abs err", "max_rel_error": "max rel err", "runner_up_latency_ms": "runner-up ms",
-    "margin_pct": "margin", "achieved_gbps": "GB/s", "peak_gbps": "peak GB/s",
+    "runner_up_ratio": "runner-up / winner", "achieved_gbps": "GB/s", "peak_gbps": "peak GB/s",
     "pct_of_peak_bw": "% peak BW", "achieved_tflops": "TFLOP/s", "peak_tflops": "peak TFLOP/s",
     "pct_of_peak_flops": "% peak FLOP/s", "peak_source": "peak from", "clear_wins": "clear wins",
     "runner_up": "runner-up", "tie_with": "tie with",

@@ -49,6 +49,8 @@ class Summary:
     frame: pd.DataFrame
     notes: List[str] = field(default_factory=list)
     totals: Dict[str, int] = field(default_factory=dict)
+    # definition -> one line about it (op type, axes, description) for section headers
+    about: Dict[str, str] = field(default_factory=dict)
 
     def groups(self) -> List[tuple]:
         """(definition, hardware) pairs that have results, in report order."""
@@ -146,5 +148,9 @@ def summarize(ts: TraceSet) -> Summary:
         "passed": int(df["passed"].sum()) if not df.empty else 0,
         "failed": int((~df["passed"]).sum()) if not df.empty else 0,
     }
+    about = {}
+    for name, d in ts.definitions.items():
+        axes = ", ".join(f"{k}={a.value}" if getattr(a, "value", None) is not None else k for k, a in d.axes.items())
+        about[name] = " · ".join(x for x in (d.op_type, f"axes: {axes}", d.description or "") if x)
     return Summary(counts=counts, leaderboard=_leaderboard(df, best), matrix=matrix, best=best,
-                   frame=df, notes=_notes(ts, df), totals=totals)
+                   frame=df, notes=_notes(ts, df), totals=totals, about=about)

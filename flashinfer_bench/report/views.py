@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
-from .render import Doc, humanize, to_csv, to_json
+from .render import Doc, fmt_number, humanize, to_csv, to_json
 from .roofline import roofline_table
 from .summary import Summary
 
@@ -24,9 +24,9 @@ def _cell(r: pd.Series, with_baseline: bool) -> str:
         return "PASSED, no latency"
     text = f"{lat:.4g} ms"
     if not math.isnan(r["speedup"]):
-        text += f", {r['speedup']:.2f}x ref"
+        text += f", {fmt_number('speedup', r['speedup'])} ref"
     if with_baseline and not math.isnan(r["speedup_vs_baseline"]):
-        text += f", {r['speedup_vs_baseline']:.2f}x base"
+        text += f", {fmt_number('speedup', r['speedup_vs_baseline'])} base"
     return text
 
 
@@ -57,7 +57,7 @@ def summary_doc(s: Summary) -> Doc:
     t = s.totals
     doc.heading("Summary", 1)
     doc.para(f"Traces: {t['traces']} total, {t['passed']} passed, {t['failed']} failed "
-             f"({t['definitions']} definitions, {t['solutions']} solutions, {t['hardware']} devices).")
+             f"({t['definitions']} definitions, {t['solutions']} solutions, {t['hardware']} device(s)).")
     doc.table(s.counts)
     for d, hw in s.groups():
         doc.heading(group_title(d, hw), 2)

@@ -26,7 +26,7 @@ def test_tie_inside_noise_names_both(best):
     r = pick(best, "rmsnorm_h4096", ds.H100, "rms-b64")
     assert r.winner == "triton_row" and r.tie_with == "triton_twin"
     assert r.verdict.startswith("tie")
-    assert r.margin_pct == pytest.approx(1.0, abs=1e-6)
+    assert r.runner_up_ratio == pytest.approx(1.01)
     assert r.max_abs_error == pytest.approx(2e-4) and r.max_rel_error == pytest.approx(1e-3)
     assert "p10-p90" in r.spread and r.samples == 50
 
