@@ -126,7 +126,10 @@ def _decorate(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
         rt = state.APPLY
         if rt is None:
             return fallback(*args, **kwargs)
-        return rt.dispatch(name, fallback, args, kwargs)
+        call = rt.calls.get(name)
+        if call is None:
+            return rt._unknown(name, fallback, args, kwargs)
+        return call(fallback, args, kwargs)
 
     wrapper.__fib_definition__ = name  # type: ignore[attr-defined]
     wrapper.__wrapped_fallback__ = fallback  # type: ignore[attr-defined]

@@ -7,9 +7,11 @@ solution by the table and the miss policy) and memoises the answer under that si
 """
 from __future__ import annotations
 
+import operator
+import os
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -28,12 +30,20 @@ class ApplyWarning(UserWarning):
 
 
 class _Route:
-    """What one call signature resolves to: a solution's caller-convention function or None."""
+    """What one call signature resolves to: a callable in the caller's convention, or None for
+    the fallback. `post` fixes up a result that is not already a plain tensor."""
 
-    __slots__ = ("fn", "solution", "axes", "calls")
+    __slots__ = ("fn", "post", "solution", "axes", "calls")
 
-    def __init__(self, fn: Optional[Callable[[tuple], Any]], solution: str, axes: Optional[Key]):
+    def __init__(
+        self,
+        fn: Optional[Callable[..., Any]],
+        solution: str,
+        axes: Optional[Key],
+        post: Optional[Callable[[Any], Any]] = None,
+    ):
         self.fn = fn
+        self.post = post
         self.solution = solution
         self.axes = axes
         self.calls = 0
@@ -43,18 +53,75 @@ class _Route:
 class _Built:
     solution: str
     runnable: Any
-    value: Callable[..., Any] = field(init=False)
-    dps: Callable[..., Any] = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.value = self.runnable.call_value_returning
-        self.dps = self.runnable.call_dps
+
+def _tensor_type() -> type:
+    import torch
+
+    return torch.Tensor
+
+
+def _key_source(shape_pos: Sequence[int], first: Optional[int], marker: Optional[str], all_dtypes: bool) -> str:
+    """Source of the key tuple: the shapes of the tensor arguments at `shape_pos`, the dtype and
+    device kind of the first tensor argument `first` (every keyed tensor's dtype with all_dtypes)."""
+    parts = [marker] if marker else []
+    parts += [f"args[{i}].shape" for i in shape_pos]
+    if first is not None:
+        parts += [f"args[{i}].dtype" for i in (shape_pos if all_dtypes and shape_pos else [first])]
+        parts.append(f"args[{first}].is_cuda")
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+_TEMPLATE = """
+def key(args):
+    n = len(args)
+    try:
+        if n == {n_in}:
+            return {key_in}
+        if n == {n_all}:
+            return {key_all}
+    except AttributeError:
+        return None
+    return ("arity", n)
+
+def call(fallback, args, kwargs):
+    if kwargs:
+        return slow(fallback, args, kwargs)
+    n = len(args)
+    try:
+        if n == {n_in}:
+            k = {key_in}
+        elif n == {n_all}:
+            k = {key_all}
+        else:
+            return slow(fallback, args, kwargs)
+    except AttributeError:
+        return slow(fallback, args, kwargs)
+    r = routes.get(k)
+    if r is None:
+        r = resolve(k, args)
+    r.calls += 1
+    fn = r.fn
+    if fn is None:
+        return fallback(*args)
+    try:
+        out = fn(*args)
+    except Exception:  # untrusted solution code: disabled, the call falls back
+        return failed(r, fallback, args, kwargs)
+    post = r.post
+    if post is not None and type(out) is not Tensor:
+        out = post(out)
+    return out
+"""
 
 
 class Dispatcher:
-    """Routes calls of one definition. `__call__` is the hot path."""
+    """Routes calls of one definition. `call(fallback, args, kwargs)` is the hot path: generated
+    per definition so that the key is one tuple expression over the tensor arguments."""
 
     def __init__(self, runtime: "ApplyRuntime", definition: Definition, table: Optional[DefinitionTable]):
+        import torch
+
         self.runtime = runtime
         self.definition = definition
         self.name = definition.name
@@ -64,68 +131,76 @@ class Dispatcher:
         names_out = list(definition.outputs)
         self.n_in = len(names_in)
         self.n_out = len(names_out)
-        self.single_output = self.n_out == 1
-        in_pos = [i for i, n in enumerate(names_in) if definition.inputs[n].shape is not None]
-        out_pos = [self.n_in + i for i, n in enumerate(names_out) if definition.outputs[n].shape is not None]
-        # which argument positions carry tensors, by number of positional arguments
-        self.tensor_pos: Dict[int, Tuple[int, ...]] = {
-            self.n_in: tuple(in_pos),
-            self.n_in + self.n_out: tuple(in_pos + out_pos),
-        }
-        self.routes: Dict[tuple, _Route] = {}
-        self.retired: List[_Route] = []
         self.order = names_in + names_out
+        # The key reads the tensors whose shape carries a var axis (a tensor of const axes only,
+        # such as a weight, is checked on the first call of each key), unless strict_key.
+        var = set(definition.var_axes)
+        strict = self.cfg.strict_key
 
-    # ------------------------------------------------------------------ hot path
-    def __call__(self, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
-        call_args = args
-        if kwargs:
-            call_args = self._merge(fallback, args, kwargs)
-        n = len(call_args)
-        pos = self.tensor_pos.get(n)
-        try:
-            if pos:
-                key = (n, call_args[pos[0]].is_cuda, *[(call_args[i].shape, call_args[i].dtype) for i in pos])
-            else:
-                key = (n,)
-        except AttributeError:  # a non-tensor where the definition has a tensor
-            key = None
-        route = self.routes.get(key) if key is not None else None
-        if route is None:
-            route = self._resolve(key, call_args)
-        route.calls += 1
-        fn = route.fn
+        def keyed(spec: Any) -> bool:
+            return spec.shape is not None and (strict or bool(var & set(spec.shape)))
+
+        in_pos = [i for i, n in enumerate(names_in) if keyed(definition.inputs[n])]
+        out_pos = [self.n_in + i for i, n in enumerate(names_out) if keyed(definition.outputs[n])]
+        first = next((i for i, n in enumerate(names_in) if definition.inputs[n].shape is not None), None)
+        self.routes: Dict[Any, _Route] = {}
+        self.retired: List[_Route] = []
+        src = _TEMPLATE.format(
+            n_in=self.n_in,
+            n_all=self.n_in + self.n_out,
+            key_in=_key_source(in_pos, first, None, strict),
+            key_all=_key_source(in_pos + out_pos, first, "None", strict),
+        )
+        ns: Dict[str, Any] = {
+            "routes": self.routes, "resolve": self._resolve, "slow": self._slow,
+            "failed": self._failed, "Tensor": torch.Tensor,
+        }
+        exec(compile(src, f"<apply dispatch {self.name}>", "exec"), ns)  # noqa: S102 - our own template
+        self.call: Callable[[Any, tuple, Dict[str, Any]], Any] = ns["call"]
+        self.key: Callable[[tuple], Any] = ns["key"]
+
+    # ------------------------------------------------------------------ slow paths
+    def _slow(self, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
+        """Calls with keywords, an unexpected arity, or non-tensors where tensors belong."""
+        call_args = merge_args(fallback, args, kwargs, self.order) if kwargs else args
+        k = self.key(call_args)
+        r = self.routes.get(k) if k is not None else None
+        if r is None:
+            r = self._resolve(k, call_args)
+        r.calls += 1
+        fn = r.fn
         if fn is None:
             return fallback(*args, **kwargs)
         try:
-            return fn(call_args)
-        except Exception:  # untrusted solution code: disable it, keep the user's program going
-            route.calls -= 1
-            self.runtime._solution_failed(route.solution, self.name, traceback.format_exc())
-            self._fallback_route(route.axes).calls += 1
-            return fallback(*args, **kwargs)
+            out = fn(*call_args)
+        except Exception:  # untrusted solution code: disabled, the call falls back
+            return self._failed(r, fallback, args, kwargs)
+        if r.post is not None and not isinstance(out, _tensor_type()):
+            out = r.post(out)
+        return out
 
-    # ------------------------------------------------------------------ slow paths
-    def _merge(self, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> tuple:
-        return merge_args(fallback, args, kwargs, self.order)
+    def _failed(self, r: _Route, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
+        r.calls -= 1
+        self.runtime._solution_failed(r.solution, self.name, traceback.format_exc())
+        self._fallback_route(r.axes).calls += 1
+        return fallback(*args, **kwargs)
 
     def _fallback_route(self, axes: Optional[Key]) -> _Route:
         key = ("fallback", axes)
-        r = self.routes.get(key)  # type: ignore[arg-type]
+        r = self.routes.get(key)
         if r is None:
-            r = self.routes[key] = _Route(None, FALLBACK, axes)  # type: ignore[index]
+            r = self.routes[key] = _Route(None, FALLBACK, axes)
         return r
 
-    def _resolve(self, key: Optional[tuple], args: tuple) -> _Route:
+    def _resolve(self, key: Any, args: tuple) -> _Route:
         route = self._decide(args)
         if key is not None:
             self.routes[key] = route
         return route
-
     def _decide(self, args: tuple) -> _Route:
         d = self.definition
         n = len(args)
-        if n not in self.tensor_pos:
+        if n not in (self.n_in, self.n_in + self.n_out):
             self.runtime._warn_once(
                 (self.name, "arity", n),
                 f"apply({self.name!r}): called with {n} arguments; the definition takes "
@@ -191,29 +266,21 @@ class Dispatcher:
         built = self.runtime._built.get(solution)
         if built is None:
             return _Route(None, FALLBACK, axes)
-        return _Route(self._adapt(built, dps), solution, axes)
+        return self._adapt(built, dps, axes, solution)
 
-    def _adapt(self, built: _Built, dps: bool) -> Callable[[tuple], Any]:
-        """A one-argument function calling the solution in the caller's convention."""
+    def _adapt(self, built: _Built, dps: bool, axes: Key, solution: str) -> _Route:
+        """A route calling the solution in the caller's convention (native call when they agree)."""
+        rn = built.runnable
+        native = rn.__call__  # a bound method calls faster than the instance
         if dps:
-            f = built.dps
-
-            def call_dps(a: tuple) -> None:
-                f(*a)
-
-            return call_dps
-        f = built.value
-        if self.single_output:
-
-            def call_value_1(a: tuple) -> Any:
-                return f(*a)[0]
-
-            return call_value_1
-
-        def call_value(a: tuple) -> Any:
-            return f(*a)
-
-        return call_value
+            return _Route(native if rn.dps else rn.call_dps, solution, axes)
+        if rn.dps:
+            return _Route(rn.call_value_returning, solution, axes, operator.itemgetter(0) if self.n_out == 1 else None)
+        normalize = rn.normalize
+        if self.n_out == 1:
+            return _Route(native, solution, axes, lambda out: normalize(out)[0])
+        n = self.n_out
+        return _Route(native, solution, axes, lambda out: out if type(out) is tuple and len(out) == n else normalize(out))
 
     def disable_solution(self, solution: str) -> None:
         for key, r in list(self.routes.items()):
@@ -239,6 +306,7 @@ class ApplyRuntime:
         self.failed: Dict[str, str] = {}  # solution -> why (build or runtime failure)
         self.tables: Dict[str, DefinitionTable] = {}
         self.dispatchers: Dict[str, Dispatcher] = {}
+        self.calls: Dict[str, Callable[[Any, tuple, Dict[str, Any]], Any]] = {}
         self._prepare()
 
     # ------------------------------------------------------------------ enable-time work
@@ -254,17 +322,21 @@ class ApplyRuntime:
 
     def _prepare(self) -> None:
         defs = self._definitions()
+        tables: Dict[str, DefinitionTable] = {}
+        while True:  # a solution that fails to build hands its keys to the next best
+            for d in defs:
+                tables[d.name] = build_table(self.trace_set, d, self.hardware, self.config.for_definition(d.name), set(self.failed))
+            missing = sorted(
+                {(s, d.name) for d in defs for s in self._needed(tables[d.name], self.config.for_definition(d.name))}
+                - {(s, n) for s in self._built for n in tables}
+            )
+            if not missing:
+                break
+            self._build_all(missing)
         for d in defs:
-            cfg = self.config.for_definition(d.name)
-            while True:
-                table = build_table(self.trace_set, d, self.hardware, cfg, set(self.failed))
-                missing = [s for s in sorted(self._needed(table, cfg)) if s not in self._built]
-                if not missing:
-                    break
-                for s in missing:
-                    self._build(s, d)
-            self.tables[d.name] = table
-            self.dispatchers[d.name] = Dispatcher(self, d, table)
+            self.tables[d.name] = tables[d.name]
+            disp = self.dispatchers[d.name] = Dispatcher(self, d, tables[d.name])
+            self.calls[d.name] = disp.call
         if not any(t.winners for t in self.tables.values()):
             others = sorted(set(self.trace_set.hardware()) - {self.hardware})
             self._warn_once(
@@ -274,27 +346,38 @@ class ApplyRuntime:
                 + "; every call uses its fallback.",
             )
 
-    def _build(self, solution_name: str, definition: Definition) -> None:
+    def _build_all(self, missing: Sequence[Tuple[str, str]]) -> None:
+        """Build in parallel (each build is a child process), then load here, in order."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from flashinfer_bench.compile import build, load_runnable
 
-        sol = self.trace_set.get_solution(solution_name)
-        assert sol is not None
         cache = Path(self.config.cache_dir) if self.config.cache_dir is not None else None
-        try:
-            result = build(sol, definition, cache)
-            if result.status != "OK":
-                raise RuntimeError(f"build status {result.status}: {result.log[-2000:]}")
-            runnable = load_runnable(Path(result.artifact_dir), definition)
-        except Exception:  # untrusted solution: any failure to build or load skips it
-            why = traceback.format_exc()
-            self.failed[solution_name] = why
-            self._warn_once(
-                ("build", solution_name),
-                f"apply: solution {solution_name!r} of {definition.name!r} could not be built or "
-                f"loaded; it is skipped.\n{why}",
-            )
-            return
-        self._built[solution_name] = _Built(solution_name, runnable)
+        todo = [(s, self.trace_set.definitions[dn]) for s, dn in missing]
+
+        def one(item: Tuple[str, Definition]) -> Any:
+            sol = self.trace_set.get_solution(item[0])
+            assert sol is not None
+            return build(sol, item[1], cache)
+
+        workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fib-apply-build") as pool:
+            results = list(pool.map(one, todo))
+        for (name, definition), result in zip(todo, results):
+            try:
+                if result.status != "OK":
+                    raise RuntimeError(f"build status {result.status}:\n{result.log[-2000:]}")
+                runnable = load_runnable(Path(result.artifact_dir), definition)
+            except Exception:  # untrusted solution: any failure to build or load skips it
+                why = traceback.format_exc()
+                self.failed[name] = why
+                self._warn_once(
+                    ("build", name),
+                    f"apply: solution {name!r} of {definition.name!r} could not be built or "
+                    f"loaded; it is skipped.\n{why}",
+                )
+                continue
+            self._built[name] = _Built(name, runnable)
 
     # ------------------------------------------------------------------ call-time helpers
     def _choose(self, disp: Dispatcher, axes: Key) -> Optional[str]:
@@ -332,10 +415,10 @@ class ApplyRuntime:
 
     # ------------------------------------------------------------------ entry points
     def dispatch(self, name: str, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
-        disp = self.dispatchers.get(name)
-        if disp is None:
+        call = self.calls.get(name)
+        if call is None:
             return self._unknown(name, fallback, args, kwargs)
-        return disp(fallback, args, kwargs)
+        return call(fallback, args, kwargs)
 
     def _unknown(self, name: str, fallback: Optional[Callable[..., Any]], args: tuple, kwargs: Dict[str, Any]) -> Any:
         self._warn_once(
