@@ -63,7 +63,7 @@ def build(
         return BuildResult(
             status=status, hash=digest, language=language, toolchain=key["toolchain"],
             message=message, log=cap(message + ("\n\n" + log if log else "")),
-            build_seconds=round(time.perf_counter() - t0, 3),
+            build_seconds=round(time.perf_counter() - t0, 3), loadable_here=False,
         )
 
     hit = cache.read_manifest(digest)

@@ -58,6 +58,19 @@ def solution_location(tb: Optional[TracebackType], src_dir: Path) -> Optional[st
     return found
 
 
+def exception_location(exc: BaseException, src_dir: Path) -> Optional[str]:
+    """Like solution_location, following chained causes to the innermost solution frame (Triton's
+    interpreter re-raises a kernel's error from its own frames)."""
+    found = None
+    seen = set()
+    e: Optional[BaseException] = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        found = solution_location(e.__traceback__, src_dir) or found
+        e = e.__cause__ or e.__context__
+    return found
+
+
 def cap(text: str, limit: int = MAX_LOG_CHARS) -> str:
     if len(text) <= limit:
         return text

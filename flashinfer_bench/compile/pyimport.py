@@ -16,7 +16,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, List, Optional
 
-from .messages import solution_location
+from .messages import exception_location
 from .sources import module_name
 
 
@@ -70,27 +70,26 @@ def import_entry(package: str, src_dir: Path, entry_file: str, symbol: str) -> C
     _ensure_package(package, src_dir)
     try:
         mod = _import_entry_module(package, src_dir, entry_file)
-    except SyntaxError as e:
+    except SyntaxError as e:  # a source that is not the entry, or one the pre-check missed
         _forget(package)
-        where = solution_location(e.__traceback__, src_dir) or entry_file
-        fname = e.filename or ""
-        if fname.startswith(str(src_dir)):
-            where = f"{fname[len(str(src_dir)) + 1:]}:{e.lineno}"
+        fname = str(Path(e.filename).resolve()) if e.filename else ""
+        root = str(src_dir.resolve()) + "/"
+        where = f"{fname[len(root):] if fname.startswith(root) else entry_file}:{e.lineno}"
         raise EntryError(f"{where}: SyntaxError: {e.msg}") from None
     except ModuleNotFoundError as e:
         _forget(package)
-        where = solution_location(e.__traceback__, src_dir) or entry_file
+        where = exception_location(e, src_dir) or entry_file
         raise EntryError(
             f"{where}: imports module {e.name!r}, which is not installed here "
             f"(ModuleNotFoundError: {e})"
         ) from None
     except ImportError as e:
         _forget(package)
-        where = solution_location(e.__traceback__, src_dir) or entry_file
+        where = exception_location(e, src_dir) or entry_file
         raise EntryError(f"{where}: ImportError: {e}") from None
     except BaseException as e:  # untrusted module body: report whatever it raised
         _forget(package)
-        where = solution_location(e.__traceback__, src_dir) or entry_file
+        where = exception_location(e, src_dir) or entry_file
         raise EntryError(
             f"{where}: {type(e).__name__} while importing the entry module: {e}"
         ) from None

@@ -36,6 +36,13 @@ def spec_problems(solution: Solution, definition: Definition) -> List[str]:
         out.append(
             f"sources: a {lang} solution needs at least one of {', '.join(NATIVE_SUFFIXES)} to compile"
         )
+    if lang in ("cuda", "cpp") and solution.spec.effective_binding == "torch":
+        text = "\n".join(s.content for s in solution.sources)
+        if "PYBIND11_MODULE" not in text and not re.search(r"\bTORCH_LIBRARY", text):
+            out.append(
+                f"torch binding: the sources must export {solution.spec.entry_symbol!r} with "
+                "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) or TORCH_LIBRARY(<namespace>, m)"
+            )
     return out
 
 

@@ -13,7 +13,7 @@ import traceback
 from typing import Any, Dict
 
 from ...data import Definition
-from ..messages import solution_location
+from ..messages import exception_location
 from ..pyimport import EntryError, import_entry, signature_problem
 from ..warmup import run_warmup
 from .common import Outcome, src_dir, torch_cuda_available
@@ -56,7 +56,7 @@ def build(job: Dict[str, Any]) -> Outcome:
         try:
             info["warmup_axes"] = run_warmup(fn, definition, job["dps"], on_gpu)
         except BaseException as e:  # untrusted code: report whatever the run raised
-            where = solution_location(e.__traceback__, src_dir(job)) or job["entry_file"]
+            where = exception_location(e, src_dir(job)) or job["entry_file"]
             return Outcome.failed(
                 f"{where}: the warm-up run on a small input raised {type(e).__name__}: {e}",
                 traceback.format_exc(),

@@ -1,0 +1,55 @@
+"""Every solution shipped in dataset/ builds here (CUDA: compiles; torch binding with a CPU
+torch: SKIPPED; TileLang without tilelang: the 'not installed' COMPILE_ERROR), and those that can
+run here match their reference on a small input."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from flashinfer_bench.compile import COMPILE_ERROR, OK, SKIPPED, build, load_runnable
+from flashinfer_bench.compile.check import check_against_reference
+from flashinfer_bench.data import TraceSet
+
+
+def _smallest_workload(ts: TraceSet, definition):
+    wls = [t.workload for t in ts.workloads_for(definition.name)]
+    if not wls:
+        return {a: 1 for a in definition.var_axes}, {}
+    w = min(wls, key=lambda w: sum(w.axes.values()))
+    scalars = {k: v.value for k, v in w.inputs.items() if getattr(v, "type", "") == "scalar"}
+    return dict(w.axes), scalars
+
+
+@pytest.mark.slow
+def test_every_dataset_solution_builds(example_dataset, tmp_path):
+    ts = TraceSet.from_path(example_dataset)
+    solutions = ts.all_solutions()
+    if not solutions:
+        pytest.skip("dataset/ has no solutions yet")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    failures = []
+    for s in solutions:
+        d = ts.get_definition(s.definition)
+        assert d is not None, f"{s.name}: no definition {s.definition}"
+        r = build(s, d, tmp_path / "cache")
+        lang = s.spec.language.value
+        if r.status == SKIPPED:
+            assert s.spec.effective_binding == "torch" and torch.version.cuda is None, r.message
+            continue
+        if r.status == COMPILE_ERROR:
+            if lang == "tilelang" and importlib.util.find_spec("tilelang") is None:
+                assert "tilelang is not installed" in r.message
+                continue
+            failures.append(f"{s.name}: {r.message}")
+            continue
+        assert r.status == OK
+        if not r.loadable_here:
+            continue
+        axes, scalars = _smallest_workload(ts, d)
+        check = check_against_reference(load_runnable(Path(r.artifact_dir), d), d, axes, scalars, device)
+        if not check.ok:
+            failures.append(f"{s.name}: {check.problems}")
+    assert not failures, "\n".join(failures)
