@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
             cmd += ["--dry-run"]
         extra = [a for a in args.snakemake_args if a != "--"]
         cmd += extra
+        _unlock_if_stale(cmd)
         print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
         t0 = time.perf_counter()
         rc = _stream(cmd, verbose=str(args.log_level).upper() == "DEBUG" or args.dry_run)
@@ -139,3 +140,26 @@ def _stream(cmd: List[str], verbose: bool) -> int:
     if rc != 0 and not verbose:
         sys.stderr.write("---- last lines of Snakemake's output ----\n" + "".join(tail))
     return rc
+
+
+def _snakemake_alive_here() -> bool:
+    """Is another Snakemake process running in this working directory?"""
+    here = os.getcwd()
+    for proc in Path("/proc").glob("[0-9]*"):
+        if int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "snakemake" in cmdline and os.readlink(proc / "cwd") == here:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _unlock_if_stale(cmd: List[str]) -> None:
+    """A killed run leaves .snakemake/locks behind; remove it only when no Snakemake runs here."""
+    locks = Path(".snakemake/locks")
+    if locks.is_dir() and any(locks.iterdir()) and not _snakemake_alive_here():
+        print("flashinfer-bench: removing the stale lock of a killed run", file=sys.stderr)
+        subprocess.run([*cmd, "--unlock"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -130,6 +131,7 @@ def benchmark_job(
     evaluation: Dict[str, Any] = json.loads(evaluation_json)
     if cache_dir:
         evaluation.setdefault("cache_dir", cache_dir)
+    evaluation.setdefault("worker_dir", str(_worker_dir()))
     config = EvalConfig(**evaluation)
     t0 = time.perf_counter()
     if device.startswith("cuda"):
@@ -139,6 +141,17 @@ def benchmark_job(
         trace = evaluate_via_worker(definition, solution, workload, build, config, Path(dataset), device=device)
     atomic_write_text(out, trace.model_dump_json() + "\n")
     _progress(_describe(trace, time.perf_counter() - t0))
+
+
+def _worker_dir() -> Path:
+    """Node-local (sockets), one set per GPU allocation: SLURM jobs sharing a node see different
+    CUDA_VISIBLE_DEVICES and must not share a worker that was started for other GPUs."""
+    env = os.environ.get("FIB_WORKER_DIR")
+    if env:
+        return Path(env)
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    suffix = f"-cvd{cvd.replace(',', '_')}" if cvd else ""
+    return Path(f"/tmp/fib-workers-{os.getuid()}{suffix}")
 
 
 def _describe(trace: Trace, wall: float) -> str:
@@ -181,6 +194,9 @@ def merge_traces(target: Path, new: List[Trace]) -> int:
                     continue
                 kept.append(line)
         lines = kept + [t.model_dump_json() for t in new]
+        pause = float(os.environ.get("FIB_TEST_AGGREGATE_PAUSE_S", "0") or 0)
+        if pause:  # test hook: widens the window in which a kill must leave the old file intact
+            time.sleep(pause)
         atomic_write_text(target, "".join(x + "\n" for x in lines))
     return replaced
 

@@ -1,0 +1,86 @@
+"""CPU goals of the pipeline (issue 8): DAG construction at 10,000 jobs, no-op run of the example
+dataset, and the embedded-default run of the example dataset. Prints a table.
+
+    python benchmarks/pipeline_cpu.py [--skip-full-run]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.pipeline.harness import TORCH_VALUE, definition, solution  # noqa: E402
+
+
+def synthetic_dataset(root: Path, n_defs=10, n_sols=10, n_wl=100) -> int:
+    for d in range(n_defs):
+        name = f"rms_{d}"
+        (root / "definitions/rmsnorm").mkdir(parents=True, exist_ok=True)
+        (root / f"definitions/rmsnorm/{name}.json").write_text(json.dumps(definition(name)))
+        sdir = root / f"solutions/synth/rmsnorm/{name}"
+        sdir.mkdir(parents=True, exist_ok=True)
+        for s in range(n_sols):
+            sname = f"{name}_sol{s}"
+            (sdir / f"{sname}.json").write_text(json.dumps(solution(sname, TORCH_VALUE + f"# {s}\n", False, definition=name)))
+        (root / "workloads/rmsnorm").mkdir(parents=True, exist_ok=True)
+        with open(root / f"workloads/rmsnorm/{name}.jsonl", "w") as f:
+            for w in range(n_wl):
+                f.write(json.dumps({"definition": name, "workload": {"uuid": f"{name}_w{w}", "axes": {"batch_size": w + 1},
+                        "inputs": {"eps": {"type": "scalar", "value": 1e-6}}}, "solution": None, "evaluation": None}) + "\n")
+    return n_defs * n_sols * n_wl
+
+
+def snakemake(work: Path, dataset: Path, *extra: str) -> float:
+    cfg = work / "cfg.json"
+    cfg.write_text(json.dumps({"dataset": str(dataset), "results": "results", "device": "cpu"}))
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+                        "--configfile", str(cfg), "--cores", "2", *extra], capture_output=True, text=True, cwd=work)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        print(p.stdout[-2000:], p.stderr[-3000:])
+        raise SystemExit(f"snakemake failed ({' '.join(extra)})")
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--skip-full-run", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        ds = tmp / "synthetic"
+        n = synthetic_dataset(ds)
+        w = tmp / "w_synth"
+        w.mkdir()
+        t = snakemake(w, ds, "--dry-run", "--quiet", "all")
+        rows.append((f"DAG construction, {n} benchmark jobs (dry run)", t, 15.0))
+
+        ex = tmp / "example"
+        shutil.copytree(REPO / "dataset", ex, ignore=shutil.ignore_patterns("traces"))
+        w2 = tmp / "w_example"
+        w2.mkdir()
+        env_cache = str(tmp / "cache")
+        os.environ["FIB_CACHE_PATH"] = env_cache
+        if not args.skip_full_run:
+            t = snakemake(w2, ex, "--profile", str(REPO / "profiles/cpu"))
+            rows.append(("embedded-default run of the example dataset (profiles/cpu)", t, 300.0))
+            times = [snakemake(w2, ex, "--profile", str(REPO / "profiles/cpu")) for _ in range(3)]
+            rows.append(("no-op run of the example dataset (median of 3)", sorted(times)[1], 2.0))
+    print(f"\n{'measurement':62s} {'seconds':>9s} {'goal':>7s}  ok")
+    for name, t, goal in rows:
+        print(f"{name:62s} {t:9.2f} {goal:7.1f}  {'yes' if t <= goal else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""GPU goals of the pipeline (issue 8), side by side with FlashInfer-Bench 0.1.2 in the same call.
+
+    python benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset [--upstream-path /tmp/fib012]
+
+Measures on the anchor dataset (RMSNorm + fused add+RMSNorm, batch 1..8192, 21 evaluations):
+our cold run (empty artifact cache, no worker), a no-op re-run, the re-run after editing one
+solution, upstream's cold and warm `flashinfer-bench run` (when --upstream-path holds its
+package), and pipeline overhead per benchmark job (wall minus time inside the evaluations) on
+the anchor dataset and on a 300-job synthetic one. Prints a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(cmd, env=None, cwd=None, timeout=900):
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        print(f"FAILED ({p.returncode}): {' '.join(map(str, cmd))}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}", flush=True)
+    return wall, p
+
+
+def ours(dataset: Path, results: Path, env, extra=()):
+    return run([sys.executable, "-m", "flashinfer_bench", "run", "--local", str(dataset), "--results", str(results),
+                "--device", "cuda", *extra], env=env, cwd=results.parent)
+
+
+def eval_seconds(dataset: Path) -> tuple:
+    n, inside = 0, 0.0
+    for f in (dataset / "traces").rglob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            t = json.loads(line)
+            ev = t.get("evaluation") or {}
+            extra = ((ev.get("correctness") or {}).get("extra") or {})
+            n += 1
+            inside += float(extra.get("eval_seconds", 0.0))
+    return n, inside
+
+
+def synthetic(src: Path, dst: Path, batches) -> None:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("traces", "workloads"))
+    for d in (src / "definitions").rglob("*.json"):
+        name = json.loads(d.read_text())["name"]
+        wl = next((src / "workloads").rglob(f"{name}.jsonl"))
+        first = json.loads(wl.read_text().splitlines()[0])
+        axis = next(iter(first["workload"]["axes"]))
+        out = dst / wl.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "w") as f:
+            for b in batches:
+                line = json.loads(json.dumps(first))
+                line["workload"]["axes"] = {axis: b}
+                line["workload"]["uuid"] = f"{name}_synthetic_b{b}"
+                f.write(json.dumps(line) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--anchor", type=Path, default=REPO / "shared/anchor-dataset")
+    ap.add_argument("--upstream-path", type=Path, default=None, help="a --target dir holding flashinfer_bench 0.1.2")
+    args = ap.parse_args()
+    rows = []
+    tmp = Path(tempfile.mkdtemp(prefix="fib-pipe-"))
+    env = {**os.environ, "FIB_CACHE_PATH": str(tmp / "cache"), "FIB_WORKER_DIR": str(tmp / "workers"),
+           "TRITON_CACHE_DIR": str(tmp / "triton")}
+    ds = tmp / "ours"
+    shutil.copytree(args.anchor, ds, ignore=shutil.ignore_patterns("traces"))
+    (tmp / "w").mkdir()
+    cold, _ = ours(ds, tmp / "w/results", env)
+    n, inside = eval_seconds(ds)
+    rows.append(("ours: cold run (empty cache, no worker)", cold, f"{n} traces"))
+    noop, _ = ours(ds, tmp / "w/results", env)
+    rows.append(("ours: no-op re-run", noop, ""))
+    sol = next(ds.rglob("rmsnorm_triton_row.json"))
+    obj = json.loads(sol.read_text())
+    obj["sources"][0]["content"] += "\n# edited\n"
+    sol.write_text(json.dumps(obj, indent=2))
+    edit, _ = ours(ds, tmp / "w/results", env)
+    rows.append(("ours: re-run after editing one solution", edit, f"{edit / cold:.2f}x of cold (goal <= 0.35)"))
+    rows.append(("ours: overhead per job, anchor (wall - eval) / jobs", (cold - inside) / max(n, 1), "s/job (fixed costs included)"))
+
+    if args.upstream_path and (args.upstream_path / "flashinfer_bench").is_dir():
+        uenv = {**os.environ, "PYTHONPATH": f"{args.upstream_path}:/tmp/site", "FIB_CACHE_PATH": str(tmp / "ucache"),
+                "TRITON_CACHE_DIR": str(tmp / "utriton")}
+        for label in ("cold", "warm"):
+            uds = tmp / f"up_{label}"
+            shutil.copytree(args.anchor, uds, ignore=shutil.ignore_patterns("traces"))
+            w, p = run([sys.executable, "-c", "import sys; from flashinfer_bench.cli.main import cli; sys.argv=['flashinfer-bench','run','--local',sys.argv[1]]; cli()", str(uds)],
+                       env=uenv, cwd=str(tmp))
+            rows.append((f"upstream 0.1.2: {label} run", w, ""))
+            if label == "cold":
+                up_cold = w
+        rows.append(("ours cold / upstream cold", cold / up_cold, "goal <= 0.8"))
+
+    syn = tmp / "synthetic"
+    batches = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
+               1536, 2048, 3072, 4096, 6144, 8192, 5, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 20, 21, 22,
+               23, 25, 26, 27, 28, 29, 30, 31, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+               49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 65, 66, 67, 68, 69, 70, 71, 72,
+               73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84][:100]
+    synthetic(args.anchor, syn, batches)
+    (tmp / "s").mkdir()
+    w, _ = ours(syn, tmp / "s/results", env)
+    n, inside = eval_seconds(syn)
+    rows.append((f"ours: synthetic {n} jobs, warm cache", w, f"{(w - inside) / max(n, 1) * 1e3:.0f} ms overhead/job (goal <= 100)"))
+
+    print(f"\n{'measurement':58s} {'value':>9s}  note")
+    for name, v, note in rows:
+        print(f"{name:58s} {v:9.3f}  {note}")
+
+
+if __name__ == "__main__":
+    main()
