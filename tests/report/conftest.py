@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Callable, List, Tuple
+from typing import Callable, Tuple
 
 import pytest
 
