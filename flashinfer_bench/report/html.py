@@ -326,6 +326,7 @@ def write_snakemake_report_assets(summary: Summary, plots: Mapping[tuple, Mappin
     out = Path(out_dir)
     written: Dict[str, List[Path]] = {"plots": [], "tables": [], "csv": []}
     plot_dir = out / "plots"
+    plot_dir.mkdir(parents=True, exist_ok=True)  # exists even with nothing to plot: a rule's directory() output
     keep = set()
     for (d, hw), kinds in plots.items():
         for kind, png in kinds.items():

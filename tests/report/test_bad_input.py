@@ -52,6 +52,7 @@ def test_empty_dataset_directory(cli, tmp_path):
     assert "No result traces" in outs[("best", "text")]
     assert json.loads(outs[("summary", "json")])["leaderboard"] == []
     assert "No failed traces" in outs["html"]
+    assert (tmp_path / "html" / "plots").is_dir() and (tmp_path / "html" / "tables" / "best.html").is_file()
 
 
 def test_missing_path_is_a_message(cli, tmp_path):
