@@ -13,6 +13,21 @@ rule report:
             caption="../report/report.rst",
             category="Benchmark report",
         ),
+        plots=report(
+            directory(f"{RESULTS}/report/plots"),
+            patterns=["{definition}__{hardware}__{kind}.png"],
+            caption="../report/plots.rst",
+            category="Plots",
+            subcategory="{definition}",
+            labels={"definition": "{definition}", "device": "{hardware}", "plot": "{kind}"},
+        ),
+        tables=report(
+            directory(f"{RESULTS}/report/tables"),
+            patterns=["{name}.html"],
+            caption="../report/tables.rst",
+            category="Tables",
+            labels={"table": "{name}"},
+        ),
     log:
         f"{RESULTS}/logs/report.log",
     params:

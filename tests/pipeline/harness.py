@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 REPO = Path(__file__).resolve().parents[2]
+# One CPU worker for all pipeline tests (its caches are keyed by the full definition and workload,
+# so tests that edit a reference never see another test's results); it exits when idle.
+SHARED_WORKERS = Path(os.environ.get("TMPDIR", "/tmp")) / f"fib-test-workers-{os.getuid()}"
 
 REFERENCE = (
     "import torch\n\n"
@@ -130,8 +133,8 @@ def run_pipeline(workdir: Path, config: Optional[dict] = None, extra: Optional[L
     cfg_file.write_text(json.dumps(cfg))
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
            "--cores", "2", "--configfile", str(cfg_file), *(extra or [])]
-    full_env = {**os.environ, "FIB_CACHE_PATH": str(workdir / "cache"), "FIB_WORKER_DIR": str(workdir / "workers"),
-                "FIB_WORKER_IDLE_S": "30", **(env or {})}
+    full_env = {**os.environ, "FIB_CACHE_PATH": str(workdir / "cache"), "FIB_WORKER_DIR": str(SHARED_WORKERS),
+                **(env or {})}
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=workdir)
     out = p.stdout + p.stderr
     return Run(p.returncode, out, parse_jobs(out))

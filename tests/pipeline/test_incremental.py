@@ -28,7 +28,7 @@ def _fresh(tmp_path, first_run):
 
     work, _ = first_run
     dst = tmp_path / "w"
-    shutil.copytree(work, dst, symlinks=True)
+    shutil.copytree(work, dst, symlinks=True, ignore=shutil.ignore_patterns("*.sock", "workers"))
     # the copy's absolute dataset path differs: point the config at it
     return dst
 

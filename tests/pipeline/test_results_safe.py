@@ -14,7 +14,7 @@ import pytest
 
 from flashinfer_bench.data import TraceSet
 
-from .harness import REPO, run_pipeline, write_dataset
+from .harness import REPO, SHARED_WORKERS, run_pipeline, write_dataset
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def _start(work: Path, env_extra=None) -> subprocess.Popen:
     cfg = {"dataset": str(work / "dataset"), "results": "results", "device": "cpu", "cache_dir": str(work / "cache"),
            "cpu": {"evaluation": {"warmup_runs": 1, "iterations": 3, "num_trials": 1, "max_time_s": 0.05, "timeout_s": 60}}}
     (work / "cfg.json").write_text(json.dumps(cfg))
-    env = {**os.environ, "FIB_CACHE_PATH": str(work / "cache"), "FIB_WORKER_DIR": str(work / "workers"), **(env_extra or {})}
+    env = {**os.environ, "FIB_CACHE_PATH": str(work / "cache"), "FIB_WORKER_DIR": str(SHARED_WORKERS), **(env_extra or {})}
     return subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
          "--cores", "2", "--configfile", str(work / "cfg.json")],
