@@ -72,6 +72,9 @@ class FieldErrors(ValueError):
 
 
 _SCALARS = (str, int, float, bool, type(None))
+# names pydantic puts into error locations for union branches (tags and types)
+_TAGS = frozenset({"const", "var", "random", "scalar", "safetensors"})
+_TYPES = frozenset({"bool", "int", "float", "str"})
 
 
 def _walk_loc(loc: Tuple[Any, ...], data: Any, missing: bool) -> Tuple[List[str], List[str]]:
@@ -95,7 +98,14 @@ def _walk_loc(loc: Tuple[Any, ...], data: Any, missing: bool) -> Tuple[List[str]
         elif last and missing:
             real.append(str(part))
         elif data is None:
-            real.append(str(part))
+            # without the input, guess: drop what looks like a union branch or validator name
+            name = str(part)
+            if name.startswith("function-") or "[" in name or name in _TYPES or (not last and name in _TAGS):
+                internal.append(name)
+            elif isinstance(part, int) and real:
+                real[-1] = f"{real[-1]}[{part}]"
+            else:
+                real.append(name)
         else:
             internal.append(str(part))
     return real, internal

@@ -203,3 +203,22 @@ def test_cli_reports_every_bad_input_without_a_traceback(ds: Path) -> None:
                      f"ds/{WORKLOADS}:4: workload.axes: input 'x' would have shape",
                      f"ds/{WORKLOADS}:5: workload.uuid: duplicate workload uuid 'a'", "ds/traces/t.jsonl: cannot read"):
         assert any(expected in x for x in lines), (expected, r.stdout)
+
+
+def test_validation_problems_without_the_input_still_name_fields() -> None:
+    """Callers that do not pass the parsed JSON (data=None) still get user-facing field paths."""
+    from pydantic import ValidationError
+
+    from flashinfer_bench.data import Trace
+    from flashinfer_bench.data.io import validation_problems
+
+    bad = {"definition": "d", "workload": {"axes": {"b": -1}, "uuid": "u",
+                                           "inputs": {"e": {"type": "scalar", "value": [1]}}}}
+    with pytest.raises(ValidationError) as e:
+        Trace.model_validate(bad)
+    without = sorted((p.field, p.message) for p in validation_problems(e.value, "f"))
+    with_data = sorted((p.field, p.message) for p in validation_problems(e.value, "f", data=bad))
+    assert without == with_data == [
+        ("workload.axes.b", "Input should be greater than or equal to 0 (got -1)"),
+        ("workload.inputs.e.value", "expected one of bool, int, float"),
+    ]
