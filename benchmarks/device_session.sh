@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: install the carried wheels, then run every GPU check in order.
+# Each step's log goes to $OUT/<step>.log (8 files at most come back); the console gets tails.
+#   carry: .whl shared      usage: bash benchmarks/device_session.sh step1 step2 ...
+set -u
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl >/dev/null 2>&1 || echo "wheel install failed"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/fib012 .whl/upstream/*.whl >/dev/null 2>&1 || echo "upstream install failed"
+export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
+export FIB_CACHE_PATH=/tmp/fib-cache
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
+
+step() {  # step NAME TIMEOUT CMD...
+  local name=$1 t=$2; shift 2
+  echo "=================== $name ($(date +%T))"
+  local t0=$(date +%s)
+  timeout "$t" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n "${TAIL:-45}" "$OUT/$name.log"
+  echo "=== $name: rc=$rc in $(( $(date +%s) - t0 )) s"
+}
+
+for s in "$@"; do
+  case $s in
+    gputests) step gputests 420 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests ;;
+    gputests-k) step gputests 420 python3 -m pytest -m gpu -q -p no:cacheprovider tests ;;
+    compile) step compile 300 python3 benchmarks/compile_gpu_check.py ;;
+    anchor) step anchor 400 python3 benchmarks/anchor_vs_ncu.py shared/anchor-dataset ;;
+    pipeline) step pipeline 500 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;
+    apply) step apply 200 python3 benchmarks/apply_overhead.py ;;
+    tracing) step tracing 200 python3 benchmarks/tracing_overhead.py ;;
+    cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
+    confine) step confine 400 python3 benchmarks/confinement_overhead.py shared/anchor-dataset ;;
+    multigpu) step multigpu 500 python3 benchmarks/multi_gpu.py ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
