@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Union
+from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 from ..data import Definition, Solution, Trace, Workload
 from ..env import cache_path
@@ -61,18 +61,48 @@ def resolve_device(device: str) -> str:
     return "cpu"
 
 
+def physical_gpu(device: str) -> Tuple[str, int]:
+    """(CUDA_VISIBLE_DEVICES entry, index) of the GPU that `cuda:N` names in this process.
+
+    Jobs that each see one GPU through their own CUDA_VISIBLE_DEVICES all call it cuda:0; the
+    worker is per physical GPU, so they never share one by mistake.
+    """
+    n = int(device.split(":", 1)[1]) if ":" in device else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible not in (None, ""):
+        ids = [x.strip() for x in visible.split(",") if x.strip()]
+        if n >= len(ids):
+            raise WorkerUnavailable(f"{device} is not among CUDA_VISIBLE_DEVICES={visible}")
+        phys = ids[n]
+    else:
+        phys = str(n)
+    return phys, (int(phys) if phys.isdigit() else n)
+
+
+def device_slug(device: str) -> str:
+    """'cpu', or 'gpu<physical id>' for a CUDA device."""
+    if device == "cpu":
+        return "cpu"
+    phys, _ = physical_gpu(device)
+    return "gpu" + re.sub(r"[^a-z0-9]+", "", phys.lower()).removeprefix("gpu")[:24]
+
+
 def worker_dir(config: EvalConfig) -> Path:
     return Path(config.worker_dir) if config.worker_dir else cache_path() / "workers"
 
 
 def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
-    slug = re.sub(r"[^a-z0-9]+", "", device.lower())
+    slug = device_slug(device)
     wid = f"{slug}-{code_fingerprint()[:12]}"
     sock = wdir / f"{wid}.sock"
     if len(str(sock)) > 100:  # AF_UNIX path limit
         short = hashlib.sha256(str(sock).encode()).hexdigest()[:16]
         sock = Path("/tmp") / f"fib-{os.getuid()}-{short}.sock"
-    return {"socket": sock, "lock": wdir / f"{wid}.lock", "log": wdir / f"{wid}.log", "id": Path(wid)}
+    return {
+        "socket": sock, "lock": wdir / f"{wid}.lock", "log": wdir / f"{wid}.log", "id": Path(wid),
+        # one measurement at a time on a device, also across worker versions
+        "measure_lock": wdir / f"{slug}.measure.lock",
+    }
 
 
 def _connect(path: Path, timeout: float = 5.0) -> socket.socket:
@@ -114,11 +144,13 @@ def connect_worker(device: str, config: EvalConfig, spawn: bool = True) -> socke
             pass
         cache_dir = Path(config.cache_dir) if config.cache_dir else cache_path()
         wdir.mkdir(parents=True, exist_ok=True)
+        where = ["--visible", ""] if device == "cpu" else ["--visible", physical_gpu(device)[0], "--physical-index", str(physical_gpu(device)[1])]
         with open(paths["log"], "ab") as lf:
             proc = subprocess.Popen(
                 [
                     sys.executable, "-m", "flashinfer_bench.bench.worker", "--socket", str(paths["socket"]),
-                    "--device", device, "--worker-dir", str(wdir), "--cache-dir", str(cache_dir),
+                    "--device", device, *where, "--worker-dir", str(wdir), "--cache-dir", str(cache_dir),
+                    "--measure-lock", str(paths["measure_lock"]),
                     "--idle-timeout", str(config.idle_timeout_s), "--startup-timeout", str(config.startup_timeout_s),
                 ],
                 stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True,
@@ -176,7 +208,7 @@ def shutdown_worker(device: str, config: EvalConfig) -> bool:
     """Ask the device's worker (this code version) to exit; False when none was running."""
     try:
         s = connect_worker(resolve_device(device), config, spawn=False)
-    except OSError:
+    except (OSError, WorkerUnavailable):
         return False
     try:
         send_msg(s, {"op": "shutdown"})

@@ -444,7 +444,6 @@ class EvalRun:
         dev = self.device
         acc = {"bad": torch.zeros((), dtype=torch.int64, device=dev), "mut": torch.zeros((), dtype=torch.int64, device=dev)}
         n_checked = [0]
-        first_bad: List[int] = []
 
         def prepare() -> Sequence[Any]:
             i = counter[0]
@@ -610,7 +609,7 @@ class EvalRun:
             ref_stats: Optional[Dict[str, Any]] = None
             if self.cfg.profile_baseline:
                 ref_stats = self._time_reference(ref, sets, mask)
-            est_ref_ms = ref_stats["median_ms"] if ref_stats else ref_wall_ms
+            est_ref_ms = ref_stats["center_ms"] if ref_stats else ref_wall_ms
             try:
                 stats, chk = self._time_solution(runnable, ref, sets, mask, est_ref_ms)
             except EvalFailure:
@@ -635,15 +634,15 @@ class EvalRun:
                     corr, ["stale_output"],
                 )
             try:
-                self._audit(runnable, ref, stats.median_ms)
+                self._audit(runnable, ref, stats.center_ms)
             except EvalFailure:
                 raise
             except BaseException as e:  # noqa: BLE001 - untrusted code
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 raise EvalFailure("RUNTIME_ERROR", f"the solution raised during the audit calls:\n{_tb()}") from e
-            lat = stats.median_ms
-            ref_lat = ref_stats["median_ms"] if ref_stats else 0.0
+            lat = stats.center_ms
+            ref_lat = ref_stats["center_ms"] if ref_stats else 0.0
             speedup = ref_lat / lat if (ref_stats and lat > 0) else 0.0
             perf = {"latency_ms": lat, "reference_latency_ms": ref_lat, "speedup_factor": speedup}
             self._timing_extra(stats, ref_stats)
@@ -704,7 +703,8 @@ class EvalRun:
     def _timing_extra(self, stats: timing.TimingStats, ref_stats: Optional[Dict[str, Any]]) -> None:
         e = self.extra
         e.update(
-            timer=stats.timer, samples=stats.samples, latency_ms_p10=stats.p10_ms, latency_ms_p90=stats.p90_ms,
+            timer=stats.timer, samples=stats.samples, latency_stat="trimmed_mean_20", latency_ms_median=stats.median_ms,
+            latency_ms_p10=stats.p10_ms, latency_ms_p90=stats.p90_ms,
             iqr_ms=stats.iqr_ms, rel_iqr=stats.rel_iqr, rel_ci=stats.rel_ci, noisy=stats.noisy,
             converged=stats.converged, warmup_calls=stats.warmup_calls, host_ms=stats.host_ms,
             latency_ms_mean=stats.mean_ms, latency_ms_min=stats.min_ms, gate_mode=stats.gate_mode,
@@ -714,7 +714,7 @@ class EvalRun:
             # latency_ms = CUDA-event time - this overhead (see timing.calibrate_overhead)
             e["event_overhead_ms"] = self.state.event_overhead_ms
             e["overhead_source"] = self.state.calibration.get("source")
-            e["latency_ms_event"] = stats.median_ms + self.state.event_overhead_ms
+            e["latency_ms_event"] = stats.center_ms + self.state.event_overhead_ms
         if self.state.cuda:
             e["l2_flush_bytes"] = self.state.sampler.flush_bytes
             if not self.state.sampler.l2.available:
@@ -722,6 +722,7 @@ class EvalRun:
         if ref_stats:
             e.update(
                 reference_iqr_ms=ref_stats["iqr_ms"], reference_samples=ref_stats["samples"],
+                reference_latency_ms_median=ref_stats["median_ms"],
                 reference_noisy=ref_stats["noisy"], reference_cached=ref_stats.get("cached", False),
                 reference_gate_mode=ref_stats["gate_mode"],
             )

@@ -60,32 +60,34 @@ def _time_host(fn: Callable[[], Any], reps: int) -> float:
     return statistics.median(times)
 
 
+def _bandwidths(device: torch.device, nbytes: int, timer: Callable[[Callable[[], Any], int], float], reps: int) -> Dict[str, float]:
+    src = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    srcf, dstf = src.view(torch.float32), dst.view(torch.float32)
+    return {
+        "copy": 2 * nbytes / timer(lambda: dst.copy_(src), reps) / 1e9,
+        "read_reduce": nbytes / timer(lambda: srcf.sum(), reps) / 1e9,
+        "fill": nbytes / timer(lambda: dstf.fill_(1.0), reps) / 1e9,
+    }
+
+
+def _matmul_seconds(device: torch.device, n: int, dt: torch.dtype, timer: Callable[[Callable[[], Any], int], float], reps: int) -> float:
+    a = torch.randn(n, n, device=device, dtype=dt)
+    b = torch.randn(n, n, device=device, dtype=dt)
+    return timer(lambda: a @ b, reps)
+
+
 def measure_peaks(device: torch.device) -> Dict[str, Any]:
     """Measure peak bandwidth (best pattern) and matmul throughput on `device`."""
     cuda = device.type == "cuda"
     if cuda:
         free, _ = torch.cuda.mem_get_info(device)
         nbytes = int(min(512 << 20, max(32 << 20, free // 8)))
-        timer, reps = _time_cuda, 10
+        timer, reps, n, dt = _time_cuda, 10, 8192, torch.float16
     else:
-        nbytes, timer, reps = 64 << 20, _time_host, 5
-    src = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    srcf = src.view(torch.float32)
-    dstf = dst.view(torch.float32)
-    patterns: Dict[str, float] = {}
-    patterns["copy"] = 2 * nbytes / timer(lambda: dst.copy_(src), reps) / 1e9
-    patterns["read_reduce"] = nbytes / timer(lambda: srcf.sum(), reps) / 1e9
-    patterns["fill"] = nbytes / timer(lambda: dstf.fill_(1.0), reps) / 1e9
-    del src, dst, srcf, dstf
-    if cuda:
-        n, dt = 8192, torch.float16
-    else:
-        n, dt = 1024, torch.float32
-    a = torch.randn(n, n, device=device, dtype=dt)
-    b = torch.randn(n, n, device=device, dtype=dt)
-    mm_s = timer(lambda: a @ b, 5 if cuda else 3)
-    del a, b
+        nbytes, timer, reps, n, dt = 64 << 20, _time_host, 5, 1024, torch.float32
+    patterns = _bandwidths(device, nbytes, timer, reps)
+    mm_s = _matmul_seconds(device, n, dt, timer, 5 if cuda else 3)
     if cuda:
         torch.cuda.empty_cache()
     best = max(patterns, key=lambda k: patterns[k])

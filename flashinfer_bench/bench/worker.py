@@ -13,6 +13,7 @@ seconds without requests, or when its socket file is removed or replaced.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import logging
 import os
 import random
@@ -23,9 +24,10 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
@@ -59,27 +61,17 @@ def describe_exit(rc: Optional[int]) -> str:
     return f"exit code {rc}"
 
 
-def _physical(device: str) -> tuple:
-    """(CUDA_VISIBLE_DEVICES value for the runner, physical index) of a cuda:N device."""
-    n = int(device.split(":", 1)[1]) if ":" in device else 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible not in (None, ""):
-        ids = [x.strip() for x in visible.split(",") if x.strip()]
-        if n >= len(ids):
-            raise RunnerStartError(f"{device} is not among CUDA_VISIBLE_DEVICES={visible}")
-        phys = ids[n]
-    else:
-        phys = str(n)
-    return phys, (int(phys) if phys.isdigit() else n)
-
-
 class Supervisor:
     def __init__(
         self, socket_path: Path, device: str, worker_dir: Path, idle_timeout: float, cache_dir: Path,
-        startup_timeout: float = 300.0,
+        startup_timeout: float = 300.0, visible: str = "", physical_index: Optional[int] = None,
+        measure_lock: Optional[Path] = None,
     ) -> None:
         self.socket_path = socket_path
         self.device = device
+        self.visible = visible
+        self.physical_index = physical_index
+        self.measure_lock = measure_lock
         self.worker_dir = worker_dir
         self.idle_timeout = idle_timeout
         self.cache_dir = cache_dir
@@ -115,9 +107,11 @@ class Supervisor:
             env["CUDA_VISIBLE_DEVICES"] = ""
             args += ["cpu"]
         else:
-            vis, phys = _physical(self.device)
-            env["CUDA_VISIBLE_DEVICES"] = vis
-            args += ["cuda:0", "--physical-index", str(phys)]
+            # the runner sees exactly its GPU, as cuda:0
+            env["CUDA_VISIBLE_DEVICES"] = self.visible
+            args += ["cuda:0"]
+            if self.physical_index is not None:
+                args += ["--physical-index", str(self.physical_index)]
         parent, child = socket.socketpair()
         args += ["--fd", str(child.fileno()), "--scratch", str(scratch), "--cache-dir", str(self.cache_dir)]
         with open(runner_log, "ab") as lf:
@@ -241,7 +235,7 @@ class Supervisor:
             self.replace_runner(r, "timeout")
             out = read_capped(log_path, cfg.log_limit_bytes)
             return trace("TIMEOUT", f"no result within the {cfg.timeout_s:g} s timeout; the runner was killed", out)
-        except (ConnectionClosed, BrokenPipeError, ConnectionResetError) as e:
+        except (ConnectionClosed, BrokenPipeError, ConnectionResetError):
             try:
                 r.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -281,7 +275,7 @@ class Supervisor:
                 send_msg(conn, {"ok": True})
                 self._stop.set()
             elif op == "evaluate":
-                with self._measure_lock:
+                with self._measure_lock, self._device_lock():
                     send_msg(conn, {"event": "started"})
                     tr = self.evaluate(msg["request"])
                 send_msg(conn, {"event": "result", "trace": tr})
@@ -294,6 +288,19 @@ class Supervisor:
             with self._state_lock:
                 self._active -= 1
                 self._last_activity = time.monotonic()
+
+    @contextmanager
+    def _device_lock(self) -> Iterator[None]:
+        """Hold the device's measurement file lock (shared by every worker version of it)."""
+        if self.measure_lock is None:
+            yield
+            return
+        with open(self.measure_lock, "a+") as f:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
     def _socket_is_ours(self, ino: int) -> bool:
         try:
@@ -358,6 +365,9 @@ def main(argv: Optional[list] = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--socket", required=True)
     ap.add_argument("--device", required=True)
+    ap.add_argument("--visible", default="", help="CUDA_VISIBLE_DEVICES entry of the GPU (runner's cuda:0)")
+    ap.add_argument("--physical-index", type=int, default=None)
+    ap.add_argument("--measure-lock", default=None)
     ap.add_argument("--worker-dir", required=True)
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--idle-timeout", type=float, default=120.0)
@@ -367,7 +377,8 @@ def main(argv: Optional[list] = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sup = Supervisor(
         Path(args.socket), args.device, Path(args.worker_dir), args.idle_timeout, Path(args.cache_dir),
-        args.startup_timeout,
+        args.startup_timeout, visible=args.visible, physical_index=args.physical_index,
+        measure_lock=Path(args.measure_lock) if args.measure_lock else None,
     )
     sup.serve()
     return 0

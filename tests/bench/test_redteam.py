@@ -5,7 +5,7 @@ and a GPU pass over every case are in test_gpu.py.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Set
+from typing import Dict, Set
 
 import pytest
 

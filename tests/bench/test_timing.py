@@ -1,6 +1,7 @@
 """Timing statistics, the stopping rule, and the timer-tamper check (host sampler; CUDA in test_gpu)."""
 from __future__ import annotations
 
+import statistics
 import time
 
 import pytest
@@ -12,6 +13,7 @@ def test_summary_statistics() -> None:
     s = timing.summarize([1.0, 2.0, 3.0, 4.0, 100.0], timer="host", warmup_calls=3, converged=False,
                          host_ms=1.0, gate_misses=0, gate_mode="host", wall_s=0.1)
     assert s.median_ms == 3.0 and s.min_ms == 1.0 and s.samples == 5
+    assert s.center_ms == 3.0, "the headline is the 20%-trimmed mean: the outlier is ignored"
     assert s.iqr_ms == 2.0 and s.rel_iqr == pytest.approx(2 / 3)
     assert s.noisy is True
     assert s.p10_ms == pytest.approx(1.4)
@@ -60,3 +62,10 @@ def test_replaced_timers_are_detected_and_restored() -> None:
     finally:
         timing.restore_timing_functions()
     assert time.perf_counter is real and timing.tampered() == []
+
+
+def test_trimmed_mean_resolves_below_the_timer_quantum() -> None:
+    # a 3.3 us kernel seen through a 0.5 us timer: 40% of samples read 3.0, 60% read 3.5
+    xs = [3.0] * 40 + [3.5] * 60 + [50.0] * 5
+    assert timing.trimmed_mean(xs) == pytest.approx(3.31, abs=0.05)
+    assert statistics.median(xs) == 3.5

@@ -6,6 +6,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from flashinfer_bench.bench.client import evaluate_via_worker, ping_worker, shutdown_worker, worker_paths
 from flashinfer_bench.bench.config import EvalConfig
 from flashinfer_bench.data import Trace
@@ -96,3 +98,18 @@ def test_concurrent_clients_start_one_worker_which_exits_when_idle(tmp_path: Pat
     assert not sock.exists(), "an idle worker must exit and remove its socket"
     assert ping_worker("cpu", cfg) is None
     assert shutdown_worker("cpu", cfg) is False
+
+
+def test_workers_are_per_physical_gpu(monkeypatch, tmp_path: Path) -> None:
+    from flashinfer_bench.bench.client import WorkerUnavailable, device_slug, physical_gpu
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert physical_gpu("cuda:1") == ("5", 5) and device_slug("cuda:0") == "gpu3"
+    a = worker_paths("cuda:0", tmp_path)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")
+    b = worker_paths("cuda:0", tmp_path)
+    assert a["socket"] != b["socket"], "two jobs that each see another GPU as cuda:0 use two workers"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert worker_paths("cuda:0", tmp_path)["socket"] == a["socket"]
+    with pytest.raises(WorkerUnavailable):
+        physical_gpu("cuda:1")
