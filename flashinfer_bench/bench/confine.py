@@ -1,19 +1,37 @@
-"""The hook that confines a runner process before any solution code is loaded.
+"""Confinement of a runner process, in two steps around torch/CUDA initialisation.
 
-`confine()` is called once in every runner child, after torch/CUDA are initialised and before
-the first solution is imported. Today it sets resource limits and moves into the scratch
-directory; the sandboxing work (issue 9: no writes outside `scratch_dir`, no network, only
-`readable` paths visible) goes here, behind the same signature.
+`prepare()` runs first thing in the runner, while it is single-threaded and before torch is
+imported: new user, network and pid namespaces (the runner continues as a grandchild inside them,
+see `sandbox.ns`), the first Landlock layer (read the system, Python, the cache and the datasets;
+write only the scratch directory, the per-evaluation log directory, /dev/shm, the NVIDIA device
+files and the roofline cache), and no capabilities. Every thread torch or CUDA starts afterwards
+inherits all of that.
+
+`confine()` runs after torch/CUDA are initialised and before the first solution is loaded:
+rlimits (core 0, file size, process count, on the CPU also the data segment), the GPU memory
+fraction, private cache directories (HOME, TMPDIR, TRITON_HOME, CUDA_CACHE_PATH, ...), a second
+Landlock layer without the roofline cache, and a seccomp filter on every thread (no new sockets,
+no ptrace, no namespaces, no mounts, ...). It returns what was applied; the runner sends that to
+the supervisor, which records `sandbox` in every trace's environment and refuses to evaluate in an
+unconfined runner unless the request allows it.
 """
 from __future__ import annotations
 
 import os
 import resource
+import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
+
+from .sandbox import landlock as ll
+from .sandbox import ns, seccomp
+from .sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
 MAX_FILE_BYTES = 8 << 30
+
+# what `prepare()` did, for `confine()` and the record
+_STATE: Dict[str, Any] = {"prepared": False, "layers": [], "notes": {}}
 
 
 def _lower(limit: int, soft: int, hard: int) -> Dict[str, Any]:
@@ -23,20 +41,160 @@ def _lower(limit: int, soft: int, hard: int) -> Dict[str, Any]:
     return {"soft": new_soft, "hard": hard}
 
 
+def _task_count() -> int:
+    """Threads of this process plus the two shims above it in the pid namespace."""
+    try:
+        return len(os.listdir("/proc/self/task")) + 2
+    except OSError:
+        return 64
+
+
+def prepare(
+    scratch_dir: Path, cache_dir: Path, readable: List[Path], log_dir: Optional[Path] = None,
+) -> Dict[str, Any]:
+    """Early, single-threaded part (see the module docstring). Returns in the confined runner."""
+    settings = Settings.from_env()
+    _STATE.update(settings=settings, scratch=Path(scratch_dir), cache_dir=Path(cache_dir),
+                  readable=[Path(p) for p in readable], log_dir=Path(log_dir) if log_dir else None)
+    if not settings.enabled:
+        _STATE["notes"]["disabled"] = "FIB_SANDBOX=off"
+        return _STATE
+    Path(scratch_dir).mkdir(parents=True, exist_ok=True)
+    roofline = Path(cache_dir) / "roofline"
+    try:
+        roofline.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    names = ns.enter_namespaces()
+    _STATE["layers"] += names
+    if "pidns" in names:
+        ns.fork_into_pid_namespace()  # from here on we are the runner, pid 2 of the namespace
+    else:
+        try:
+            ns.set_subreaper()
+        except OSError as e:
+            _STATE["notes"]["subreaper"] = e.strerror
+    if ll.abi_version() > 0:
+        try:
+            rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], _STATE["log_dir"], [roofline])
+            info = rs.apply()
+            _STATE["layers"].append("landlock")
+            _STATE["notes"]["landlock"] = {**info, **ll.describe_rules(rs)}
+        except OSError as e:
+            _STATE["notes"]["landlock"] = f"failed: {e}"
+    else:
+        _STATE["notes"]["landlock"] = "unavailable (kernel without Landlock, or not x86_64)"
+    try:
+        _STATE["notes"]["caps"] = ns.drop_capabilities()
+        _STATE["layers"].append("nocaps")
+    except OSError as e:
+        _STATE["notes"]["caps"] = f"failed: {e}"
+    _STATE["prepared"] = True
+    return _STATE
+
+
+def _private_dirs(scratch: Path) -> Dict[str, str]:
+    """Caches and temp files of libraries go to the scratch directory, not to $HOME."""
+    env = {
+        "TMPDIR": scratch, "HOME": scratch / "home", "XDG_CACHE_HOME": scratch / "cache",
+        "TRITON_HOME": scratch / "triton_home", "CUDA_CACHE_PATH": scratch / "nv",
+        "TORCHINDUCTOR_CACHE_DIR": scratch / "inductor", "TORCH_EXTENSIONS_DIR": scratch / "torch_extensions",
+    }
+    out = {}
+    for k, v in env.items():
+        Path(v).mkdir(parents=True, exist_ok=True)
+        os.environ[k] = str(v)
+        out[k] = str(v)
+    import tempfile
+
+    tempfile.tempdir = None  # re-read TMPDIR
+    sys.dont_write_bytecode = True
+    return out
+
+
+def _gpu_fraction(fraction: float) -> Optional[float]:
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return None
+    torch.cuda.set_per_process_memory_fraction(fraction, torch.cuda.current_device())
+    return fraction
+
+
 def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
-    """Limit this process; return a description of what was applied (recorded by the worker)."""
+    """Late part: limit this process; return a description of what was applied (recorded by the worker)."""
     scratch_dir = Path(scratch_dir)
     scratch_dir.mkdir(parents=True, exist_ok=True)
-    applied: Dict[str, Any] = {"sandbox": "rlimits-only", "scratch_dir": str(scratch_dir), "readable": [str(p) for p in readable]}
+    settings: Settings = _STATE.get("settings") or Settings.from_env()
+    layers: List[str] = list(_STATE["layers"])
+    notes: Dict[str, Any] = dict(_STATE["notes"])
     limits: Dict[str, Any] = {}
     # no core files: a crashing solution must not spend seconds writing gigabytes of core
     _, hard = resource.getrlimit(resource.RLIMIT_CORE)
     resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
     limits["core"] = 0
     _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    limits["fsize"] = _lower(resource.RLIMIT_FSIZE, MAX_FILE_BYTES, hard)
-    applied["rlimits"] = limits
+    limits["fsize"] = _lower(resource.RLIMIT_FSIZE, settings.fsize_bytes if settings.enabled else MAX_FILE_BYTES, hard)
     os.chdir(scratch_dir)
-    os.environ["TMPDIR"] = str(scratch_dir)
-    applied["cwd"] = str(scratch_dir)
+    applied: Dict[str, Any] = {"scratch_dir": str(scratch_dir), "readable": [str(p) for p in readable], "cwd": str(scratch_dir)}
+    if settings.enabled:
+        _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+        limits["nproc"] = _lower(resource.RLIMIT_NPROC, _task_count() + settings.nproc_extra, hard)
+        limits["nproc"]["enforced"] = "userns" in layers or os.geteuid() != 0
+        torch = sys.modules.get("torch")
+        on_cpu = torch is None or not torch.cuda.is_initialized()
+        if on_cpu:
+            # CUDA reserves terabytes of address space and maps driver memory as data, so the
+            # data-segment limit is for the CPU runner only; the supervisor watches RSS on both
+            vm_data = _vm_data_bytes()
+            _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+            limits["data"] = _lower(resource.RLIMIT_DATA, vm_data + settings.host_mem_bytes, hard)
+        limits["host_rss_bytes"] = settings.host_mem_bytes
+        frac = _gpu_fraction(settings.gpu_fraction)
+        if frac is not None:
+            limits["gpu_memory_fraction"] = frac
+        applied["private_dirs"] = _private_dirs(scratch_dir)
+        if "landlock" in layers:
+            st = _STATE
+            try:
+                build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"]).apply()
+            except OSError as e:
+                notes["landlock_layer2"] = f"failed: {e}"
+        if seccomp.available():
+            try:
+                notes["seccomp"] = seccomp.install()
+                layers.append("seccomp")
+            except OSError as e:
+                notes["seccomp"] = f"failed: {e}"
+        else:
+            notes["seccomp"] = "unavailable (not x86_64)"
+    else:
+        os.environ["TMPDIR"] = str(scratch_dir)
+    layers.append("rlimits")
+    applied["rlimits"] = limits
+    fs_ok = "landlock" in layers
+    net_ok = "netns" in layers or "seccomp" in layers
+    missing = ([] if fs_ok else ["filesystem (Landlock)"]) + ([] if net_ok else ["network (netns or seccomp)"])
+    order = ["landlock", "seccomp", "netns", "pidns", "userns", "nocaps", "rlimits"]
+    applied.update(
+        sandbox="+".join(x for x in order if x in layers) if settings.enabled else "none",
+        confined=not missing and settings.enabled,
+        missing=missing if settings.enabled else ["everything (FIB_SANDBOX=off)"],
+        layers=layers, notes=notes,
+    )
     return applied
+
+
+def _vm_data_bytes() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def host_pid() -> int:
+    """This runner's pid as the supervisor sees it (it is pid 2 inside its own pid namespace)."""
+    return ns.host_pid()

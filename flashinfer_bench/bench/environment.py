@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import re
 import socket
 import subprocess
 from datetime import datetime, timezone
@@ -157,8 +158,8 @@ class DeviceEnvironment:
         self.clock_source = None
         if device.type == "cuda":
             props = torch.cuda.get_device_properties(device)
-            uuid = getattr(props, "uuid", None)
-            uuid_s = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else (str(uuid) if uuid else None)
+            m = re.search(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", str(getattr(props, "uuid", "")))
+            uuid_s = f"GPU-{m.group(0)}" if m else None
             idx = physical_index if physical_index is not None else (device.index or 0)
             self.static.update(
                 hardware=torch.cuda.get_device_name(device),
@@ -173,7 +174,9 @@ class DeviceEnvironment:
             nv = _Nvml()
             if nv.kind:
                 self._nvml = nv
-                self._handle = nv.handle(uuid_s, idx)
+                self._handle = nv.handle(uuid_s, idx) if uuid_s else None
+                if self._handle is None:
+                    self._handle = nv.handle(None, idx)
                 self.clock_source = f"nvml/{nv.kind}"
                 drv = nv.driver()
                 if drv:

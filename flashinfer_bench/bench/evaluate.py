@@ -163,7 +163,11 @@ class RunnerState:
         self.backend_flags = _backend_flags()
         self.env = DeviceEnvironment(device, physical_index)
         self.sampler: Any = timing.CudaSampler(device) if self.cuda else timing.HostSampler()
-        self.peaks = load_or_measure_peaks(device, self.env.static["hardware"], cache_dir)
+        try:
+            self.peaks: Optional[Dict[str, Any]] = load_or_measure_peaks(device, self.env.static["hardware"], cache_dir)
+        except (RuntimeError, OSError, ValueError) as e:  # e.g. too little free memory at start
+            self.peaks = None
+            self.env.static["peaks_error"] = f"{type(e).__name__}: {e}"
         self.runnables: Dict[str, Any] = {}
         self.references: Dict[str, Callable[..., Any]] = {}
         if self.cuda:

@@ -1,0 +1,118 @@
+"""What a runner may read and write, and the limits it runs under (settings from the environment).
+
+Environment variables (read by the runner; the worker passes its own environment on):
+
+    FIB_SANDBOX=auto|off          off: apply nothing (the worker then refuses to evaluate unless
+                                  the request allows unconfined runs); default auto
+    FIB_SANDBOX_NPROC=N           processes+threads a runner may add (default 256)
+    FIB_SANDBOX_FSIZE_MB=N        largest file a runner may write, logs included (default 1024)
+    FIB_SANDBOX_GPU_FRACTION=F    torch's per-process GPU memory fraction (default 0.9)
+    FIB_SANDBOX_HOST_MEM_GB=G     resident memory of a runner and its children (default: half
+                                  of the machine's memory); enforced by the supervisor
+"""
+from __future__ import annotations
+
+import glob
+import os
+import site
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+from . import landlock as ll
+
+# /etc entries that Python, torch, CUDA and a C compiler read; /etc as a whole holds secrets
+# (shadow, ssh host keys) that a solution could print into its trace log.
+ETC_READABLE = [
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "localtime", "timezone", "passwd", "group",
+    "nsswitch.conf", "host.conf", "hosts", "os-release", "lsb-release", "debian_version", "alternatives",
+    "mime.types", "machine-id", "protocols", "services", "gai.conf", "OpenCL", "vulkan", "nvidia", "glvnd",
+    "cuda", "environment", "fonts", "matplotlibrc", "python3", "pki", "ssl", "ca-certificates",
+]
+SYSTEM_READABLE = ["/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/proc", "/sys"]
+DEV_RW = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+
+
+def _env_float(name: str, default: float) -> float:
+    v = os.environ.get(name, "").strip()
+    try:
+        return float(v) if v else default
+    except ValueError:
+        return default
+
+
+def total_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 16 << 30
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: bool
+    nproc_extra: int
+    fsize_bytes: int
+    gpu_fraction: float
+    host_mem_bytes: int
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        mode = os.environ.get("FIB_SANDBOX", "auto").strip().lower()
+        gb = _env_float("FIB_SANDBOX_HOST_MEM_GB", 0.0)
+        return cls(
+            enabled=mode not in ("off", "0", "false", "no", "none"),
+            nproc_extra=int(_env_float("FIB_SANDBOX_NPROC", 256)),
+            fsize_bytes=int(_env_float("FIB_SANDBOX_FSIZE_MB", 1024) * (1 << 20)),
+            gpu_fraction=min(1.0, max(0.05, _env_float("FIB_SANDBOX_GPU_FRACTION", 0.9))),
+            host_mem_bytes=int(gb * (1 << 30)) if gb > 0 else total_memory_bytes() // 2,
+        )
+
+
+def _is_dangerous_root(p: Path) -> bool:
+    """Directories never granted whole: /, the homes, /tmp, /root, /work-like parents of projects."""
+    s = str(p)
+    home = os.path.expanduser("~")
+    return s in ("/", "/home", "/root", "/tmp", "/var", "/mnt", "/media", "/srv", home) or len(p.parts) <= 1
+
+
+def python_paths() -> List[Path]:
+    """Where this interpreter and its packages live (read-only for the runner)."""
+    out: List[Path] = []
+    for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
+        out.append(Path(p))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib", "include", "platinclude", "scripts"):
+        v = sysconfig.get_paths().get(key)
+        if v:
+            out.append(Path(v))
+    try:
+        out.append(Path(site.getusersitepackages()))
+    except AttributeError:
+        pass
+    for p in sys.path:
+        if p:
+            out.append(Path(p))
+    pkg = Path(__file__).resolve().parents[2]  # flashinfer_bench/
+    out.append(pkg)
+    return [p for p in dict.fromkeys(x.resolve() if x.exists() else x for x in out) if p.exists() and not _is_dangerous_root(p)]
+
+
+def build_ruleset(
+    scratch: Path, readable: Iterable[Path], log_dir: Optional[Path], extra_writable: Iterable[Path] = (),
+) -> ll.Ruleset:
+    """The runner's Landlock policy: read the system, Python and the given paths; write scratch."""
+    rs = ll.ruleset()
+    rs.allow(SYSTEM_READABLE, ll.READ)
+    rs.allow([Path("/etc") / e for e in ETC_READABLE], ll.READ)
+    rs.allow(python_paths(), ll.READ)
+    rs.allow([p for p in readable if not _is_dangerous_root(Path(p))], ll.READ)
+    rs.allow(["/dev"], ll.READ_DIR)
+    rs.allow(DEV_RW + sorted(glob.glob("/dev/nvidia*")), ll.READ_FILE | ll.WRITE_FILE | ll.IOCTL_DEV)
+    rs.allow(["/dev/shm"], ll.READ | ll.WRITE)
+    rs.allow([scratch], ll.READ | ll.WRITE)
+    if log_dir is not None:
+        rs.allow([log_dir], ll.WRITE_PLAIN)
+    rs.allow(list(extra_writable), ll.READ | ll.WRITE_PLAIN)
+    return rs

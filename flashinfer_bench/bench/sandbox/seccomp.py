@@ -1,0 +1,135 @@
+"""A seccomp-BPF filter for the runner: no new sockets, no ways around the other layers.
+
+Installed with SECCOMP_FILTER_FLAG_TSYNC, so it binds every thread of the process (also those that
+torch and CUDA started before) and everything they start. Denied calls fail with an errno rather
+than killing the process, so a solution that tries sees a Python exception in its own log.
+
+Denied: socket() of any family (no network, no connection to the worker's unix socket; socketpair
+still works), ptrace and cross-process memory access, namespaces (unshare/setns, clone with
+CLONE_NEW*; clone3 answers ENOSYS so libc falls back to clone, whose flags we can see), mounts,
+kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its requests would bypass
+this filter), open_by_handle_at, reboot, swap, clock setting. Any non-x86_64 syscall ABI (i386 via
+int 0x80, x32) is denied as a whole.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+from typing import Dict, List, Tuple
+
+from . import _sys
+
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_X32_BIT = 0x40000000
+_RET_ALLOW = 0x7FFF0000
+_RET_ERRNO = 0x00050000
+_RET_KILL_PROCESS = 0x80000000
+_LD_W_ABS = 0x20
+_JEQ = 0x15
+_JGE = 0x35
+_JSET = 0x45
+_RET = 0x06
+_SET_MODE_FILTER = 1
+_FLAG_TSYNC = 1
+_NS_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME
+
+DENIED: Dict[str, Tuple[int, int]] = {
+    # name: (x86_64 number, errno)
+    "socket": (41, errno.EACCES),
+    "ptrace": (101, errno.EPERM),
+    "process_vm_readv": (310, errno.EPERM),
+    "process_vm_writev": (311, errno.EPERM),
+    "pidfd_getfd": (438, errno.EPERM),
+    "kcmp": (312, errno.EPERM),
+    "unshare": (272, errno.EPERM),
+    "setns": (308, errno.EPERM),
+    "clone3": (435, errno.ENOSYS),
+    "mount": (165, errno.EPERM),
+    "umount2": (166, errno.EPERM),
+    "pivot_root": (155, errno.EPERM),
+    "chroot": (161, errno.EPERM),
+    "open_tree": (428, errno.EPERM),
+    "move_mount": (429, errno.EPERM),
+    "fsopen": (430, errno.EPERM),
+    "fsconfig": (431, errno.EPERM),
+    "fsmount": (432, errno.EPERM),
+    "fspick": (433, errno.EPERM),
+    "mount_setattr": (442, errno.EPERM),
+    "init_module": (175, errno.EPERM),
+    "finit_module": (313, errno.EPERM),
+    "delete_module": (176, errno.EPERM),
+    "kexec_load": (246, errno.EPERM),
+    "kexec_file_load": (320, errno.EPERM),
+    "bpf": (321, errno.EPERM),
+    "perf_event_open": (298, errno.EPERM),
+    "add_key": (248, errno.EPERM),
+    "request_key": (249, errno.EPERM),
+    "keyctl": (250, errno.EPERM),
+    "userfaultfd": (323, errno.EPERM),
+    "io_uring_setup": (425, errno.EPERM),
+    "io_uring_enter": (426, errno.EPERM),
+    "io_uring_register": (427, errno.EPERM),
+    "open_by_handle_at": (304, errno.EPERM),
+    "name_to_handle_at": (303, errno.EPERM),
+    "reboot": (169, errno.EPERM),
+    "swapon": (167, errno.EPERM),
+    "swapoff": (168, errno.EPERM),
+    "acct": (163, errno.EPERM),
+    "syslog": (103, errno.EPERM),
+    "settimeofday": (164, errno.EPERM),
+    "clock_settime": (227, errno.EPERM),
+    "adjtimex": (159, errno.EPERM),
+    "clock_adjtime": (305, errno.EPERM),
+    "quotactl": (179, errno.EPERM),
+    "fanotify_init": (300, errno.EPERM),
+    "iopl": (172, errno.EPERM),
+    "ioperm": (173, errno.EPERM),
+}
+_CLONE = 56
+
+
+class _Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Insn))]
+
+
+def program() -> List[Tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k) instructions."""
+    p: List[Tuple[int, int, int, int]] = [
+        (_LD_W_ABS, 0, 0, 4),  # arch
+        (_JEQ, 1, 0, _AUDIT_ARCH_X86_64),
+        (_RET, 0, 0, _RET_ERRNO | errno.ENOSYS),
+        (_LD_W_ABS, 0, 0, 0),  # nr
+        (_JGE, 0, 1, _X32_BIT),
+        (_RET, 0, 0, _RET_ERRNO | errno.ENOSYS),
+    ]
+    for nr, err in DENIED.values():
+        p += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_ERRNO | err)]
+    p += [
+        (_JEQ, 0, 4, _CLONE),
+        (_LD_W_ABS, 0, 0, 16),  # clone flags (low 32 bits of args[0])
+        (_JSET, 0, 1, _NS_FLAGS),
+        (_RET, 0, 0, _RET_ERRNO | errno.EPERM),
+        (_RET, 0, 0, _RET_ALLOW),
+        (_RET, 0, 0, _RET_ALLOW),
+    ]
+    return p
+
+
+def available() -> bool:
+    return _sys.SYSCALLS_KNOWN
+
+
+def install() -> Dict[str, object]:
+    """Install the filter on every thread (sets no_new_privs). Raises OSError when refused."""
+    insns = program()
+    arr = (_Insn * len(insns))(*[_Insn(*i) for i in insns])
+    prog = _Prog(len(insns), ctypes.cast(arr, ctypes.POINTER(_Insn)))
+    _sys.prctl(_sys.PR_SET_NO_NEW_PRIVS, 1)
+    r = _sys.syscall("seccomp", ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(_FLAG_TSYNC), ctypes.byref(prog))
+    if r != 0:  # TSYNC: the id of a thread that could not be synchronised
+        raise OSError(errno.EBUSY, f"seccomp: thread {r} could not take the filter")
+    return {"denied": sorted(DENIED), "instructions": len(insns)}
