@@ -120,12 +120,42 @@ def _smi_rows() -> List[List[str]]:
     return [[c.strip() for c in line.split(",")] for line in p.stdout.splitlines() if line.count(",") == 2]
 
 
+_DRIVER_PROBE = """
+import ctypes, sys
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError:
+    sys.exit(0)
+n, major, minor, dev = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(n)) != 0 or n.value == 0:
+    sys.exit(0)
+cuda.cuDeviceGet(ctypes.byref(dev), 0)
+cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, dev)
+cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, dev)
+print(f"{major.value}.{minor.value}")
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_arch(visible: Optional[str]) -> Optional[str]:
+    """Ask the CUDA driver, in a subprocess (initialising CUDA here would break a later fork)."""
+    if not Path("/dev/nvidiactl").exists():
+        return None
+    try:
+        p = subprocess.run([sys.executable, "-c", _DRIVER_PROBE], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = p.stdout.strip()
+    return out if re.fullmatch(r"\d+\.\d+", out) else None
+
+
 def visible_gpu_arch() -> Optional[str]:
-    """Compute capability ('9.0') of the first GPU this process may use, via nvidia-smi."""
+    """Compute capability ('9.0') of the first GPU this process may use: nvidia-smi, else the
+    CUDA driver (probed in a subprocess), else None."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     rows = _smi_rows()
     if not rows:
-        return None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return _driver_arch(visible)
     if visible is None:
         return rows[0][2]
     first = visible.split(",")[0].strip()
