@@ -113,3 +113,11 @@ def test_calling_the_reference_is_no_faster_than_it(rms_def, build, cpu_config) 
     assert ev.performance.speedup_factor < 1.5, ev.performance
     if ev.performance.speedup_factor <= 1.05:
         assert "no_faster_than_reference" in _flags(t)
+
+
+def test_solution_output_is_kept_but_capped(rms_def, build, cpu_config) -> None:
+    t = _run("chatty", rms_def, build, cpu_config)
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    assert "FIRST LINE" in ev.log and "LAST LINE" in ev.log and "bytes of output cut" in ev.log
+    assert len(ev.log) < cpu_config.log_limit_bytes + 1000
