@@ -29,6 +29,7 @@ from .trace_set import TraceSet
 from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
+    "Finding",
     "SafetensorsHeaderError",
     "check_dataset",
     "definition_problems",
@@ -57,20 +58,23 @@ _MAX_HEADER_BYTES = 100 * 1024 * 1024  # safetensors' own limit
 
 
 @dataclass(frozen=True)
-class _Finding:
-    """A problem before its file and line are known: (field path, message, level)."""
+class Finding:
+    """A problem of one entity before its file and line are known: field path, message, level.
+
+    The per-entity checks (`definition_problems`, ...) return these so that callers which hold
+    entities in memory (the pipeline, tracing) can use them without a dataset on disk."""
 
     field: Optional[str]
     message: str
     level: str = "error"
 
 
-def _err(field: Optional[str], message: str) -> _Finding:
-    return _Finding(field, message, "error")
+def _err(field: Optional[str], message: str) -> Finding:
+    return Finding(field, message, "error")
 
 
-def _warn(field: Optional[str], message: str) -> _Finding:
-    return _Finding(field, message, "warning")
+def _warn(field: Optional[str], message: str) -> Finding:
+    return Finding(field, message, "warning")
 
 
 # --------------------------------------------------------------------------- safetensors
@@ -154,7 +158,7 @@ class _HeaderCache:
 
 
 # --------------------------------------------------------------------------- definitions
-def definition_problems(d: Definition) -> List[_Finding]:
+def definition_problems(d: Definition) -> List[Finding]:
     """Our strict checks of one definition (field paths relative to the definition)."""
     out = [_err(f, m) for f, m in d.problem_items(strict=True)]
     for group in ("tags", "constraints"):
@@ -182,9 +186,9 @@ def definition_problems(d: Definition) -> List[_Finding]:
 
 
 # --------------------------------------------------------------------------- solutions
-def solution_problems(s: Solution, definitions: Dict[str, Definition]) -> List[_Finding]:
+def solution_problems(s: Solution, definitions: Dict[str, Definition]) -> List[Finding]:
     """Checks of one solution (field paths relative to the solution)."""
-    out: List[_Finding] = []
+    out: List[Finding] = []
     if s.definition not in definitions:
         out.append(_err("definition", f"unknown definition {s.definition!r}"))
     for p in s.problems():
@@ -203,7 +207,7 @@ def solution_problems(s: Solution, definitions: Dict[str, Definition]) -> List[_
     return out
 
 
-def _python_entry_problems(s: Solution) -> List[_Finding]:
+def _python_entry_problems(s: Solution) -> List[Finding]:
     """Python/Triton sources: warn when the entry file does not parse or lacks the entry symbol
     (the build would fail; the dataset itself still loads)."""
     entry = s.get_source(s.spec.entry_file)
@@ -247,12 +251,12 @@ def workload_problems(
     dataset_root: Optional[Path] = None,
     headers: Optional[_HeaderCache] = None,
     fields_set: Optional[set] = None,
-) -> List[_Finding]:
+) -> List[Finding]:
     """Checks of one workload against its definition (field paths start at 'workload').
 
     `dataset_root` resolves safetensors paths; without it their files are not checked.
     """
-    out: List[_Finding] = []
+    out: List[Finding] = []
     headers = headers or _HeaderCache()
     if fields_set is not None:
         for f in ("inputs", "uuid"):
@@ -274,9 +278,9 @@ def workload_problems(
     shapes: Dict[str, Optional[Tuple[int, ...]]] = {}
     if axes_ok:
         values = {ax: w.axes[ax] for ax in d.var_axes}
-        for group, specs, got in (
-            ("inputs", d.inputs, d.get_input_shapes(values)),
-            ("outputs", d.outputs, d.get_output_shapes(values)),
+        for group, got in (
+            ("inputs", d.get_input_shapes(values)),
+            ("outputs", d.get_output_shapes(values)),
         ):
             for name, shape in got.items():
                 if shape is None:
@@ -344,8 +348,8 @@ def _safetensors_problems(
     shape: Optional[Tuple[int, ...]],
     root: Optional[Path],
     headers: _HeaderCache,
-) -> List[_Finding]:
-    out: List[_Finding] = []
+) -> List[Finding]:
+    out: List[Finding] = []
     rel = PurePosixPath(spec.path)
     if rel.is_absolute():
         out.append(_warn(f"{field}.path", "absolute path; paths relative to the dataset root keep it relocatable"))
@@ -381,9 +385,9 @@ def _safetensors_problems(
 
 
 # --------------------------------------------------------------------------- traces
-def _evaluation_problems(t: Trace) -> List[_Finding]:
+def _evaluation_problems(t: Trace) -> List[Finding]:
     ev = t.evaluation
-    out: List[_Finding] = []
+    out: List[Finding] = []
     if ev is None:
         return [_err("evaluation", "a trace line needs an evaluation (a line without one is a workload)")]
     if ev.correctness is not None:
@@ -409,7 +413,7 @@ class _Collector:
         self.ts = ts
         self.problems: List[Problem] = []
 
-    def add(self, entity: Any, findings: List[_Finding]) -> None:
+    def add(self, entity: Any, findings: List[Finding]) -> None:
         path, line, prefix = self.ts.origin(entity)
         for f in findings:
             field = ".".join(p for p in (prefix, f.field or "") if p) or None
@@ -444,7 +448,7 @@ def validate_trace_set(
     checked: Dict[str, Workload] = {}
     for dname, items in ts.workloads.items():
         for w in items:
-            findings: List[_Finding] = []
+            findings: List[Finding] = []
             path, _, _ = ts.origin(w)
             in_traces = _top_dir(ts, path) == "traces"
             if not w.is_workload:
