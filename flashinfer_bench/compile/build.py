@@ -133,19 +133,10 @@ def _child_env(tmp: Path) -> Dict[str, str]:
     env = dict(os.environ)
     env["TRITON_CACHE_DIR"] = str(tmp / "triton_cache")
     env["TILELANG_CACHE_DIR"] = str(tmp / "tilelang_cache")
+    env.setdefault("TRITON_CACHE_AUTOTUNING", "1")  # autotuning results travel with the artifact
+    env["FIB_BUILD_PARENT_PID"] = str(os.getpid())
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGKILLed when the building process dies (Linux), so a killed build
-    leaves no orphan that keeps writing."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
 
 
 def _run_child(
@@ -186,7 +177,7 @@ def _run_child(
     with open(log_path, "wb") as log_f:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log_f, stderr=subprocess.STDOUT, cwd=tmp,
-            env=_child_env(tmp), start_new_session=True, preexec_fn=_die_with_parent,
+            env=_child_env(tmp), start_new_session=True,
         )
         try:
             rc = proc.wait(timeout=timeout_s)

@@ -7,6 +7,8 @@ happens here, so it cannot crash, hang or pollute the caller.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import traceback
 from dataclasses import asdict
@@ -27,7 +29,22 @@ def run_job(job: Dict[str, Any]) -> Outcome:
     return builder.build(job)
 
 
+def die_with_parent() -> None:
+    """Get SIGKILLed when the building process dies (Linux), so a killed build leaves no orphan
+    that keeps working; exit at once if it is already gone."""
+    parent = int(os.environ.get("FIB_BUILD_PARENT_PID", "0"))
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent and os.getppid() != parent:
+        os._exit(1)
+
+
 def main(argv: list) -> int:
+    die_with_parent()
     job_path = Path(argv[1])
     job = json.loads(job_path.read_text(encoding="utf-8"))
     try:

@@ -5,7 +5,8 @@ solution module is imported (Triton reads it when @triton.jit decorates, so it t
 if triton itself was imported earlier; a program that set triton.knobs.runtime.interpret
 explicitly keeps its own setting). TRITON_CACHE_DIR is pointed at the artifact's triton_cache
 when loading, and again before each call if something else changed it, so the kernels compiled
-at build time are found instead of being JIT-compiled again.
+at build time are found instead of being JIT-compiled again. TRITON_CACHE_AUTOTUNING defaults to
+1 (at build and load), so @triton.autotune results for the warm-up shapes travel with the artifact.
 """
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def _prepare_triton(artifact_dir: Path) -> Callable[[], None]:
 
     if not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
+    os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")  # reuse the build's autotuning results
     cache = str(artifact_dir / "triton_cache")
     os.environ["TRITON_CACHE_DIR"] = cache
     environ = os.environ

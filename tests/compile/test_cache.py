@@ -10,7 +10,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
 
 from flashinfer_bench.compile import COMPILE_ERROR, OK, build, default_cache_dir
 from flashinfer_bench.compile import keys

@@ -79,9 +79,12 @@ def build(job: Dict[str, Any]) -> Outcome:
     if job["has_cuda_sources"]:
         ldflags += cuda_ldflags(Path(job["cuda_home"]))
     try:
+        files = native_sources(job)
+        # cpp_files / cuda_files: accepted by every apache-tvm-ffi release (newer ones merge them)
         lib = tvm_ffi.cpp.build(
             name=job["package"],
-            sources=native_sources(job),
+            cpp_files=[f for f in files if not f.endswith(".cu")],
+            cuda_files=[f for f in files if f.endswith(".cu")],
             extra_cflags=list(job["cxx_flags"]),
             extra_cuda_cflags=list(job["cuda_flags"]),
             extra_ldflags=ldflags,
