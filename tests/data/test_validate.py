@@ -206,8 +206,8 @@ def test_definition_checks(ds: Path, change, expected: str) -> None:
 def test_duplicate_definition_name(ds: Path) -> None:
     write_json(ds / "definitions/other/copy.json", DEF)
     assert errors(ds) == [
-        f"ds/definitions/rmsnorm/rmsnorm_d4096.json: name: duplicate definition name 'rmsnorm_d4096' "
-        f"(first in ds/definitions/other/copy.json)"
+        "ds/definitions/rmsnorm/rmsnorm_d4096.json: name: duplicate definition name 'rmsnorm_d4096' "
+        "(first in ds/definitions/other/copy.json)"
     ]
 
 

@@ -27,7 +27,7 @@ def write(src, out):
 
     from flashinfer_bench.data import (
         Correctness, Environment, Evaluation, EvaluationStatus, Performance, SafetensorsInput,
-        ScalarInput, RandomInput, Trace, TraceSet, Workload,
+        ScalarInput, Trace, TraceSet, Workload,
     )
     from flashinfer_bench.data.json_utils import save_json_file
 
