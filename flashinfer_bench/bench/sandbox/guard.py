@@ -1,0 +1,188 @@
+"""Checks around each evaluation inside the runner: replaced functions, work left running.
+
+`Guard` is made after torch/CUDA and our modules are loaded and before any solution is: it keeps
+the objects behind every public callable of the timing primitives (`time`, `torch.cuda`,
+`torch.cuda.Event`, `torch.Tensor`, `torch`, `torch.nn.functional`) and of our own bench modules
+(functions, classes and their methods). After a solution is loaded and after the evaluation ends
+it compares: a replaced object fails the evaluation ("timer_patched"), the originals are put back
+and the runner is replaced. Python threads and child processes that were not there before the
+evaluation mean work still running after the solution returned ("background_work"): they are
+killed with the runner.
+
+What this cannot see, said plainly: code in the same process can patch and restore between our
+checks, patch C code or memory, or walk the interpreter's frames to our locals. The decisive
+defences do not live here: the timed outputs are checked against a reference computed after the
+call returned, device time comes from events, and the supervisor checks every number for
+plausibility against a roofline floor it computes itself.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import types
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+_OUR_MODULES = (
+    "timing", "evaluate", "correctness", "inputs", "roofline", "environment", "loader", "protocol",
+    "runner", "confine", "sandbox.guard", "sandbox.channel",
+)
+_FLAG_PATCHED = "timer_patched"
+_FLAG_BACKGROUND = "background_work"
+
+
+def _public_callables(owner: Any, prefix: str, out: Dict[str, Tuple[Any, str, Any]], private: bool = False) -> None:
+    try:
+        items = list(vars(owner).items())
+    except TypeError:
+        return
+    for name, obj in items:
+        if name.startswith("__") or (name.startswith("_") and not private):
+            continue
+        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, type, staticmethod, classmethod, property)) or callable(obj):
+            if isinstance(obj, types.ModuleType):
+                continue
+            out[f"{prefix}.{name}"] = (owner, name, obj)
+
+
+def watched_objects() -> Dict[str, Tuple[Any, str, Any]]:
+    """name -> (owner, attribute, object) of everything whose identity we check."""
+    out: Dict[str, Tuple[Any, str, Any]] = {}
+    import time
+
+    for n in ("perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "sleep", "process_time"):
+        out[f"time.{n}"] = (time, n, vars(time)[n])
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _public_callables(torch.cuda, "torch.cuda", out)
+        for n in ("_sleep", "_lazy_init"):
+            if hasattr(torch.cuda, n):
+                out[f"torch.cuda.{n}"] = (torch.cuda, n, vars(torch.cuda)[n])
+        _public_callables(torch.cuda.Event, "torch.cuda.Event", out)
+        _public_callables(torch.cuda.Stream, "torch.cuda.Stream", out)
+        _public_callables(torch.Tensor, "torch.Tensor", out)
+        _public_callables(torch, "torch", out)
+        _public_callables(torch.nn.functional, "torch.nn.functional", out)
+    pkg = __name__.rsplit(".", 2)[0]  # flashinfer_bench.bench
+    for short in _OUR_MODULES:
+        mod = sys.modules.get(f"{pkg}.{short}")
+        if mod is None:
+            continue
+        _public_callables(mod, short, out, private=True)
+        for name, obj in list(vars(mod).items()):
+            if isinstance(obj, type) and getattr(obj, "__module__", "") == mod.__name__:
+                _public_callables(obj, f"{short}.{name}", out, private=True)
+    return out
+
+
+def _static(owner: Any, attr: str) -> Any:
+    """The attribute as stored on `owner` (a classmethod stays the same object, unlike getattr's)."""
+    try:
+        return vars(owner).get(attr)
+    except TypeError:
+        return getattr(owner, attr, None)
+
+
+def _children() -> List[int]:
+    pids: List[int] = []
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/children") as f:
+                    pids += [int(x) for x in f.read().split()]
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return pids
+
+
+class Guard:
+    """Snapshot at start; `check()` after a solution is loaded and after each evaluation."""
+
+    def __init__(self) -> None:
+        self._watched = watched_objects()
+        self._threads = {t.ident for t in threading.enumerate()}
+
+    def replaced(self) -> List[str]:
+        return [n for n, (owner, attr, obj) in self._watched.items() if _static(owner, attr) is not obj]
+
+    def restore(self) -> None:
+        for owner, attr, obj in self._watched.values():
+            if _static(owner, attr) is not obj:
+                try:
+                    setattr(owner, attr, obj)
+                except (AttributeError, TypeError):
+                    pass
+
+    def leftovers(self) -> Tuple[List[str], List[int]]:
+        """(new Python threads still alive, child processes still alive) since the snapshot."""
+        threads = [t.name for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
+        return threads, _children()
+
+    def wrap_loader(self, load: Callable[..., Any]) -> Callable[..., Any]:
+        """`load` (loads a solution) followed by an identity check; remembers what it found."""
+        self.after_load: List[str] = []
+
+        def checked_load(*a: Any, **k: Any) -> Any:
+            try:
+                return load(*a, **k)
+            finally:
+                self.after_load += [n for n in self.replaced() if n not in self.after_load]
+
+        return checked_load
+
+    def after_eval(self, result: Dict[str, Any]) -> Dict[str, Any]:
+        """Apply the checks to an evaluation's result (in place) and return it."""
+        extra = result.get("extra") if isinstance(result.get("extra"), dict) else {}
+        flags: List[str] = list(extra.get("flags") or [])
+        notes: List[str] = list(extra.get("notes") or [])
+        patched = list(dict.fromkeys(getattr(self, "after_load", []) + self.replaced()))
+        self.after_load = []
+        if patched or _FLAG_PATCHED in flags:
+            self.restore()
+            what = ", ".join(patched[:8]) + (" ..." if len(patched) > 8 else "") if patched else "timing functions"
+            _fail(result, f"timer_patched: the solution replaced harness or timing functions ({what}); "
+                          f"the measurement is not trusted")
+            flags.append(_FLAG_PATCHED)
+        threads, children = self.leftovers()
+        if threads or children:
+            flags.append(_FLAG_BACKGROUND)
+            if threads:
+                notes.append(f"background_work: {len(threads)} Python thread(s) of the solution still running after it returned: {threads[:5]}")
+            if children:
+                notes.append(f"background_work: {len(children)} child process(es) of the solution still running after it returned")
+                for pid in children:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            result["healthy"] = False
+            result["unhealthy_reason"] = "the solution left threads or processes running"
+        if flags != list(extra.get("flags") or []) or notes != list(extra.get("notes") or []):
+            flags = list(dict.fromkeys(flags))
+            extra["flags"] = flags
+            extra["notes"] = notes
+            extra["suspect"] = bool(extra.get("suspect")) or _FLAG_PATCHED in flags or _FLAG_BACKGROUND in flags
+            result["extra"] = extra
+            if result.get("status") != "PASSED" and notes:
+                result["message"] = (result.get("message") or "").rstrip() + "\n" + "\n".join(n for n in notes if n.startswith("background_work"))
+        return result
+
+
+def _fail(result: Dict[str, Any], why: str) -> None:
+    prev = result.get("status")
+    result["message"] = why + (f"\n(the evaluation had ended {prev}: {result.get('message', '')})" if prev and prev != "PASSED" else "")
+    result["status"] = "RUNTIME_ERROR"
+    result["correctness"] = None
+    result["performance"] = None
+    result["healthy"] = False
+    result["unhealthy_reason"] = why[:200]
+
+
+def current_guard() -> Optional[Guard]:
+    return _GUARD[0]
+
+
+_GUARD: List[Optional[Guard]] = [None]

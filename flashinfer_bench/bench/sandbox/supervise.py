@@ -1,0 +1,232 @@
+"""The supervisor's side of confinement (torch-free): refuse, watch, and believe only what holds.
+
+* `refusal()`: the runner reported that it is not confined and the request did not allow that.
+* `uncovered()`: paths a request needs (dataset, artifact) that the runner cannot read; the
+  supervisor then starts a runner that can.
+* `MemoryWatch`: resident memory of the runner and everything it started, polled while an
+  evaluation runs; over the limit the whole process group is killed and the evaluation says why.
+* `check_reply()`: the answer must be the runner's sealed reply to this request (`channel`), and
+  its numbers must be plausible (`plausibility_problems`): finite, positive, consistent with each
+  other, and on a GPU not faster than a quarter of the bandwidth floor computed here from the
+  definition and the peaks the runner measured before any solution was loaded.
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from . import channel
+
+STATUSES = {
+    "PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT",
+}
+FLOOR_FACTOR = 0.25
+
+
+def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
+    args = ["--log-dir", str(log_dir)]
+    for p in sorted({str(Path(p)) for p in readable}):
+        args += ["--readable", p]
+    return args
+
+
+def confinement(ready: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    return dict((ready or {}).get("confine") or {})
+
+
+def key_of(ready: Optional[Dict[str, Any]]) -> Optional[bytes]:
+    k = (ready or {}).get("key")
+    return bytes.fromhex(k) if isinstance(k, str) else None
+
+
+def refusal(ready: Optional[Dict[str, Any]], allow_unconfined: bool) -> Optional[str]:
+    """Why this runner must not run solutions (None when it may)."""
+    c = confinement(ready)
+    if c.get("confined") or allow_unconfined:
+        return None
+    missing = ", ".join(c.get("missing") or ["unknown"])
+    return (
+        f"refusing to run an untrusted solution unconfined: the runner could not apply {missing} "
+        f"(sandbox: {c.get('sandbox', 'none')}). Set evaluation.allow_unconfined: true "
+        f"(EvalConfig.allow_unconfined=True) to run anyway on a machine you do not mind losing."
+    )
+
+
+def _beneath(p: Path, roots: Iterable[str]) -> bool:
+    s = str(p)
+    return any(s == r or s.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def uncovered(ready: Optional[Dict[str, Any]], paths: Iterable[Optional[str]]) -> List[Path]:
+    """Of `paths`, those the runner may not read (only when it is confined by Landlock)."""
+    c = confinement(ready)
+    if "landlock" not in str(c.get("sandbox", "")):
+        return []
+    roots = list((c.get("notes") or {}).get("landlock", {}).get("read", [])) + list(
+        (c.get("notes") or {}).get("landlock", {}).get("write", [])
+    )
+    out = []
+    for p in paths:
+        if not p:
+            continue
+        rp = Path(p).resolve()
+        if rp.exists() and not _beneath(rp, roots):
+            out.append(rp)
+    return out
+
+
+# ----------------------------------------------------------------------------- memory
+def _tree(pid: int) -> List[int]:
+    out, todo = [], [pid]
+    while todo and len(out) < 100_000:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                try:
+                    with open(f"/proc/{p}/task/{tid}/children") as f:
+                        todo += [int(x) for x in f.read().split()]
+                except OSError:
+                    continue
+        except OSError:
+            continue
+    return out
+
+
+def tree_rss_bytes(pid: int) -> int:
+    total = 0
+    for p in _tree(pid):
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+class MemoryWatch:
+    """Kill the runner's process group when its tree's resident memory passes `limit` bytes."""
+
+    def __init__(self, pid: int, limit: int, interval: float = 0.1) -> None:
+        self.pid, self.limit, self.interval = pid, limit, interval
+        self.tripped: Optional[str] = None
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="fib-memwatch")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss = tree_rss_bytes(self.pid)
+            self.peak = max(self.peak, rss)
+            if rss > self.limit:
+                self.tripped = (
+                    f"host memory limit exceeded: the runner and its processes held {rss / 2**30:.2f} GiB "
+                    f"resident, over the limit of {self.limit / 2**30:.2f} GiB (FIB_SANDBOX_HOST_MEM_GB); "
+                    f"the runner was killed"
+                )
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
+
+    def __enter__(self) -> "MemoryWatch":
+        if self.limit > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+
+
+def explain_death(rc: Optional[int], watch: Optional[MemoryWatch], ready: Optional[Dict[str, Any]]) -> str:
+    """A line that names the limit a dead runner hit, or "" when none is known."""
+    if watch is not None and watch.tripped:
+        return watch.tripped
+    if rc is not None and rc == -signal.SIGXFSZ:
+        lim = (confinement(ready).get("rlimits") or {}).get("fsize", {}).get("soft")
+        size = f"{lim / 2**20:.0f} MiB " if isinstance(lim, int) else ""
+        return (f"file size limit exceeded: the solution wrote a file (its output log or a scratch file) "
+                f"larger than the {size}limit (FIB_SANDBOX_FSIZE_MB)")
+    return ""
+
+
+# ----------------------------------------------------------------------------- replies
+def check_reply(
+    reply: Any, key: Optional[bytes], nonce: str, last_seq: int,
+) -> Tuple[Optional[Dict[str, Any]], str]:
+    return channel.verify(key, nonce, last_seq, reply)
+
+
+def _finite_pos(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def plausibility_problems(
+    result: Dict[str, Any], request: Dict[str, Any], ready: Optional[Dict[str, Any]], device: str,
+) -> List[str]:
+    """What is impossible about a runner's result (empty when nothing is)."""
+    st = result.get("status")
+    if st not in STATUSES:
+        return [f"unknown status {st!r}"]
+    if st != "PASSED":
+        return []
+    probs: List[str] = []
+    perf = result.get("performance") or {}
+    corr = result.get("correctness") or {}
+    extra = result.get("extra") or {}
+    lat = perf.get("latency_ms")
+    if not _finite_pos(lat):
+        return [f"latency_ms {lat!r} is not a finite positive number"]
+    for k in ("max_abs", "max_rel"):
+        v = corr.get(k)
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            probs.append(f"correctness {k} {v!r} is not a finite number >= 0")
+    profile = bool((request.get("config") or {}).get("profile_baseline", True))
+    ref = perf.get("reference_latency_ms")
+    sp = perf.get("speedup_factor")
+    if profile:
+        if not _finite_pos(ref):
+            probs.append(f"reference_latency_ms {ref!r} is not a finite positive number")
+        elif not (isinstance(sp, (int, float)) and math.isclose(sp, ref / lat, rel_tol=1e-6)):
+            probs.append(f"speedup_factor {sp!r} is not reference/latency = {ref / lat:.6g}")
+    n = extra.get("samples")
+    if not (isinstance(n, int) and n >= 1):
+        probs.append(f"samples {n!r}: no timed sample")
+    p10, p90 = extra.get("latency_ms_p10"), extra.get("latency_ms_p90")
+    if _finite_pos(p10) and _finite_pos(p90) and not (p10 * (1 - 1e-9) <= p90):
+        probs.append(f"p10 {p10} > p90 {p90}")
+    if device != "cpu":
+        floor = _floor_ms(request, ready)
+        if floor is not None and lat < FLOOR_FACTOR * floor:
+            probs.append(
+                f"latency {lat * 1e3:.3f} us is under a quarter of the memory floor {floor * 1e3:.3f} us "
+                f"(bytes moved / measured peak bandwidth): physically impossible"
+            )
+    return probs
+
+
+def _floor_ms(request: Dict[str, Any], ready: Optional[Dict[str, Any]]) -> Optional[float]:
+    peaks = (ready or {}).get("peaks") or {}
+    gbps = peaks.get("peak_gbps")
+    if not _finite_pos(gbps):
+        return None
+    from ...data import Definition
+
+    try:
+        d = Definition.model_validate(request["definition"])
+        axes = (request.get("workload") or {}).get("axes") or {}
+        nbytes = d.bytes_moved({k: v for k, v in axes.items() if k in d.var_axes})
+    except (KeyError, ValueError, TypeError):
+        return None
+    return nbytes / (gbps * 1e9) * 1e3
+
+
+def host_limit(ready: Optional[Dict[str, Any]]) -> int:
+    """The runner's resident-memory limit in bytes (0: none, e.g. an unconfined runner)."""
+    v = (confinement(ready).get("rlimits") or {}).get("host_rss_bytes")
+    return int(v) if isinstance(v, (int, float)) and v > 0 else 0
