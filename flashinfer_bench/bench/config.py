@@ -47,6 +47,9 @@ class EvalConfig(BaseModel):
     idle_timeout_s: float = Field(120.0, gt=0)
     startup_timeout_s: float = Field(300.0, gt=0)
     log_limit_bytes: int = Field(64 * 1024, ge=1024)
+    allow_unconfined: bool = Field(
+        False, description="run solutions even where the runner could not confine them (sandbox); off by default"
+    )
 
     @field_validator("device")
     @classmethod

@@ -43,7 +43,13 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--readable", action="append", default=[])
+    ap.add_argument("--log-dir", default=None, help="where the per-evaluation logs go (writable when confined)")
     args = ap.parse_args(argv)
+
+    # while single-threaded, before torch: namespaces, the first Landlock layer, no capabilities
+    from .confine import prepare
+
+    prepare(Path(args.scratch), Path(args.cache_dir), [Path(p) for p in args.readable], Path(args.log_dir) if args.log_dir else None)
 
     sock = socket.socket(fileno=args.fd)
     os.set_inheritable(args.fd, False)
@@ -62,6 +68,15 @@ def main(argv: Optional[list] = None) -> int:
         device = torch.device(args.device)
         state = RunnerState(device, args.physical_index, Path(args.cache_dir))
         confined = confine(Path(args.scratch), [Path(p) for p in args.readable])
+        from .confine import host_pid
+        from .sandbox.channel import Sealer, new_key
+        from .sandbox.guard import Guard
+
+        state.env.static["sandbox"] = confined.get("sandbox")
+        guard = Guard()  # identities of the timing primitives and our code, before any solution
+        state.runnable = guard.wrap_loader(state.runnable)  # type: ignore[method-assign]
+        key = new_key()
+        sealer = Sealer(key)
     except BaseException as e:  # noqa: BLE001 - report any start-up failure to the supervisor
         import traceback
 
@@ -70,7 +85,7 @@ def main(argv: Optional[list] = None) -> int:
     send_msg(
         sock,
         {
-            "type": "ready", "pid": os.getpid(), "env": state.env.static, "peaks": state.peaks,
+            "type": "ready", "pid": host_pid(), "env": state.env.static, "peaks": state.peaks, "key": key.hex(),
             "confine": confined, "startup_s": time.perf_counter() - t0,
             "event_overhead_ms": state.event_overhead_ms, "calibration": state.calibration,
         },
@@ -101,7 +116,8 @@ def main(argv: Optional[list] = None) -> int:
             }
         finally:
             _redirect(None, own_log)
-        send_msg(sock, {"type": "result", "result": result})
+        result = guard.after_eval(result)
+        send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
 
 
 if __name__ == "__main__":

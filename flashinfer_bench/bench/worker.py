@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterator, Optional
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
+from .sandbox import supervise
 
 log = logging.getLogger("flashinfer_bench.worker")
 
@@ -48,6 +49,8 @@ class RunnerHandle:
     log_path: Path
     scratch: Path
     started: float = field(default_factory=time.monotonic)
+    key: Optional[bytes] = None  # authenticates the runner's replies (sandbox.channel)
+    seq: int = 0
 
 
 def describe_exit(rc: Optional[int]) -> str:
@@ -91,6 +94,7 @@ class Supervisor:
         self._n_runner = 0
         self._n_eval = 0
         self.start_error: Optional[str] = None
+        self.readable: set = set()  # dataset roots etc. the runner may read (sandbox)
 
     # ------------------------------------------------------------------ runner lifecycle
     def _spawn_runner(self) -> RunnerHandle:
@@ -114,6 +118,7 @@ class Supervisor:
                 args += ["--physical-index", str(self.physical_index)]
         parent, child = socket.socketpair()
         args += ["--fd", str(child.fileno()), "--scratch", str(scratch), "--cache-dir", str(self.cache_dir)]
+        args += supervise.runner_args(self.readable, self.logs_dir)
         with open(runner_log, "ab") as lf:
             proc = subprocess.Popen(
                 args, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
@@ -134,8 +139,10 @@ class Supervisor:
             parent.close()
             raise RunnerStartError(f"the runner failed to start: {msg.get('error')}\n{msg.get('traceback', '')}")
         log.info("runner %d ready (pid %d, %.1fs)", n, proc.pid, msg.get("startup_s", 0))
+        key = supervise.key_of(msg)
+        msg.pop("key", None)
         self.last_ready = msg
-        return RunnerHandle(proc, parent, msg, runner_log, scratch)
+        return RunnerHandle(proc, parent, msg, runner_log, scratch, key=key)
 
     @staticmethod
     def _kill(proc: subprocess.Popen) -> None:
@@ -222,15 +229,30 @@ class Supervisor:
             r = self.ensure_runner()
         except RunnerStartError as e:
             return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
+        need = supervise.uncovered(r.ready, [req.get("dataset_root"), build.get("artifact_dir")])
+        if need:  # a runner confined before this dataset was known cannot read it: start one that can
+            self.readable.update(str(p) for p in need)
+            with self._runner_lock:
+                self._discard(r)
+            try:
+                r = self.ensure_runner()
+            except RunnerStartError as e:
+                return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
+        refused = supervise.refusal(r.ready, cfg.allow_unconfined)
+        if refused:
+            return trace("RUNTIME_ERROR", refused)
         self._n_eval += 1
         log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
         request = {
             "definition": req["definition"], "workload": req["workload"], "build": build,
             "config": cfg.model_dump(mode="json"), "seed": seed, "dataset_root": req.get("dataset_root"),
         }
+        nonce = os.urandom(8).hex()
+        watch = supervise.MemoryWatch(r.proc.pid, supervise.host_limit(r.ready))
         try:
-            send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request})
-            reply = recv_msg(r.sock, timeout=cfg.timeout_s)
+            with watch:
+                send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
+                reply = recv_msg(r.sock, timeout=cfg.timeout_s)
         except TimeoutError:
             self.replace_runner(r, "timeout")
             out = read_capped(log_path, cfg.log_limit_bytes)
@@ -241,14 +263,25 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 pass
             how = describe_exit(r.proc.poll())
+            limit = supervise.explain_death(r.proc.poll(), watch, r.ready)
             self.replace_runner(r, f"died ({how})")
             out = read_capped(log_path, cfg.log_limit_bytes)
             return trace(
                 "RUNTIME_ERROR",
+                (limit + f" ({how})") if limit else
                 f"the runner process died during the evaluation ({how}); the solution crashed or exited the process",
                 out,
             )
-        result = reply.get("result") or {}
+        result, forged = supervise.check_reply(reply, r.key, nonce, r.seq)
+        problems = supervise.plausibility_problems(result, request, r.ready, self.device) if result is not None else []
+        if result is None or problems:
+            self.replace_runner(r, "untrustworthy reply")
+            out = read_capped(log_path, cfg.log_limit_bytes)
+            why = (f"forged_result: the runner's reply was not its sealed answer to this request ({forged}); "
+                   f"something in the solution's process wrote to the result channel") if result is None else (
+                   "implausible result from the runner, not trusted: " + "; ".join(problems))
+            return trace("RUNTIME_ERROR", why, out)
+        r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
