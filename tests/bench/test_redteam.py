@@ -95,13 +95,13 @@ def test_sleeping_forever_times_out(rms_def, build, cpu_config) -> None:
 
 
 def test_patched_timers_are_flagged_and_not_believed(rms_def, build, cpu_config) -> None:
+    # the harness timed with the clocks it captured before the solution was imported, but a
+    # solution that replaces timing functions fails (issue 9: sandbox.guard), naming what it replaced
     t = _run("timer_patch", rms_def, build, cpu_config)
     ev = t.evaluation
-    assert ev.status.value == "PASSED", ev.log
-    extra = ev.correctness.extra
-    assert "timer_patched" in extra["flags"] and extra["suspect"] is True
-    # the harness timed with the clocks it captured before the solution was imported
-    assert ev.performance.latency_ms > 1e-4
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "timer_patched" in ev.log and "time.perf_counter" in ev.log
+    assert ev.performance is None
     _assert_good_next(rms_def, build, cpu_config)
 
 
