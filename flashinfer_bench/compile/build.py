@@ -26,7 +26,7 @@ from . import toolchain as tc
 from .cache import ArtifactCache, default_cache_dir
 from .builders.common import RESULT
 from .messages import cap, relativise
-from .result import COMPILE_ERROR, OK, BuildResult
+from .result import COMPILE_ERROR, OK, SKIPPED, BuildResult
 from .sources import package_name, spec_problems, syntax_problem, write_sources
 
 DEFAULT_TIMEOUT_S = 900.0
@@ -75,6 +75,9 @@ def build(
     syntax = syntax_problem(solution)
     if syntax:
         return result(COMPILE_ERROR, syntax)
+    cannot = _cannot_build_here(key)
+    if cannot:
+        return result(SKIPPED, cannot)
 
     with cache.lock(digest, LOCK_TIMEOUT_S):
         hit = cache.read_manifest(digest)  # built by another process while we waited
@@ -118,6 +121,21 @@ def build(
     r = _from_manifest(m, cache.artifact_dir(digest))
     r.cache_hit = False
     return r
+
+
+def _cannot_build_here(key: Dict[str, Any]) -> Optional[str]:
+    """Why this machine cannot attempt the build (missing toolchain), known without a child."""
+    tool = key["toolchain"]
+    if key["binding"] == "tvm-ffi" and tool.get("tvm-ffi") is None:
+        return "apache-tvm-ffi is not installed (pip install apache-tvm-ffi)"
+    if "nvcc" in tool and tool["nvcc"] is None:
+        return "nvcc (the CUDA toolkit) was not found: set CUDA_HOME or put nvcc on PATH"
+    if key["binding"] == "torch" and "torch_cuda" in tool and tool.get("torch") and tool["torch_cuda"] is None:
+        return (
+            f"needs a CUDA build of torch (this torch {tool['torch']} is CPU-only, and "
+            "torch.utils.cpp_extension refuses CUDA sources)"
+        )
+    return None
 
 
 def _from_manifest(m: Dict[str, Any], artifact: Path) -> BuildResult:

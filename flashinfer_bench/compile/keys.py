@@ -70,7 +70,7 @@ def toolchain_for(language: str, binding: Optional[str], has_cuda_sources: bool)
     elif binding == "torch":
         tc_.update(torch=tc.package_version("torch"), cxx=tc.cxx_version())
         if has_cuda_sources:
-            tc_.update(nvcc=tc.nvcc_version(), arch=tc.target_arch())
+            tc_.update(torch_cuda=tc.torch_cuda_version(), nvcc=tc.nvcc_version(), arch=tc.target_arch())
     else:  # tvm-ffi: a C ABI, independent of the Python and torch versions
         del tc_["python"]
         tc_.update(**{"tvm-ffi": tc.package_version("tvm-ffi"), "cxx": tc.cxx_version()})

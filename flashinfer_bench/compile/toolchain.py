@@ -5,8 +5,10 @@ every cache hit) computes. Subprocess answers (nvcc, c++, nvidia-smi) are memois
 """
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.metadata
+import importlib.util
 import os
 import re
 import shutil
@@ -26,6 +28,35 @@ def package_version(name: str) -> Optional[str]:
         return importlib.metadata.version(_DIST_NAMES.get(name, name))
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def torch_build() -> Optional[Dict[str, Optional[str]]]:
+    """torch's version.py values ('__version__', 'cuda'), read without importing torch."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "version.py"
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    out: Dict[str, Optional[str]] = {}
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and value is not None:
+            try:
+                out[target.id] = ast.literal_eval(value)
+            except ValueError:
+                continue
+    return out if "__version__" in out else None
+
+
+def torch_cuda_version() -> Optional[str]:
+    """The CUDA version torch was built with; None for a CPU-only torch (or no torch)."""
+    info = torch_build()
+    return None if info is None else info.get("cuda")
 
 
 def python_version() -> str:
