@@ -338,13 +338,14 @@ class ApplyRuntime:
             disp = self.dispatchers[d.name] = Dispatcher(self, d, tables[d.name])
             self.calls[d.name] = disp.call
         if not any(t.winners for t in self.tables.values()):
-            others = sorted(set(self.trace_set.hardware()) - {self.hardware})
-            self._warn_once(
-                ("no-traces",),
-                f"apply: no PASSED traces for hardware {self.hardware!r} in {self.source}"
-                + (f" (traces exist for {others})" if others else "")
-                + "; every call uses its fallback.",
-            )
+            if self.failed:
+                why = f"every measured solution failed to build or load ({sorted(self.failed)})"
+            else:
+                others = sorted(set(self.trace_set.hardware()) - {self.hardware})
+                why = f"no PASSED traces for hardware {self.hardware!r} in {self.source}" + (
+                    f" (traces exist for {others})" if others else ""
+                )
+            self._warn_once(("no-traces",), f"apply: {why}; every call uses its fallback.")
 
     def _build_all(self, missing: Sequence[Tuple[str, str]]) -> None:
         """Build in parallel (each build is a child process), then load here, in order."""
@@ -358,13 +359,18 @@ class ApplyRuntime:
         def one(item: Tuple[str, Definition]) -> Any:
             sol = self.trace_set.get_solution(item[0])
             assert sol is not None
-            return build(sol, item[1], cache)
+            try:
+                return build(sol, item[1], cache)
+            except Exception:  # e.g. an unwritable cache: reported per solution below
+                return traceback.format_exc()
 
         workers = max(1, min(len(todo), os.cpu_count() or 1, 8))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fib-apply-build") as pool:
             results = list(pool.map(one, todo))
         for (name, definition), result in zip(todo, results):
             try:
+                if isinstance(result, str):
+                    raise RuntimeError(f"build raised:\n{result}")
                 if result.status != "OK":
                     raise RuntimeError(f"build status {result.status}:\n{result.log[-2000:]}")
                 runnable = load_runnable(Path(result.artifact_dir), definition)

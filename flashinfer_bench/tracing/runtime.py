@@ -63,6 +63,13 @@ class DefinitionTracer:
         self.tensor_pos = tuple(i for i, n in enumerate(names) if definition.inputs[n].shape is not None)
         self.tensor_names = tuple(names[i] for i in self.tensor_pos)
         self.scalar_items = tuple((i, n) for i, n in enumerate(names) if definition.inputs[n].shape is None)
+        self.scalar_pos = tuple(i for i, _ in self.scalar_items)
+        # The memo key reads the shapes of the tensors that carry a var axis (as apply does); a
+        # tensor of const axes only (a weight) is validated on the first call of each key.
+        var = set(definition.var_axes)
+        self.key_pos = tuple(
+            i for i in self.tensor_pos if var & set(definition.inputs[names[i]].shape or ())
+        ) or self.tensor_pos[:1]
         self.info = DefInfo(
             definition.name,
             definition.op_type,
@@ -108,8 +115,9 @@ class DefinitionTracer:
             )
             return
         try:
-            key = tuple([args[i].shape for i in self.tensor_pos])
-        except AttributeError:
+            kp = self.key_pos
+            key = args[kp[0]].shape if len(kp) == 1 else tuple([args[i].shape for i in kp])
+        except (AttributeError, IndexError):
             key = None
         axes = self.axes_memo.get(key) if key is not None else None
         if axes is None:
@@ -128,7 +136,7 @@ class DefinitionTracer:
             self.count += 1
         elif dedup == "callable" and not self._admit_callable(axes, args):
             return
-        scalars = {n: args[i] for i, n in self.scalar_items}
+        scalars = tuple([args[i] for i in self.scalar_pos]) if self.scalar_pos else ()
         dumps: List[Tuple[str, Any, Any, bool]] = []
         nbytes = 0
         for i, name in self.dump_pos:

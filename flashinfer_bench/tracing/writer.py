@@ -38,6 +38,10 @@ class DefInfo:
     inputs: Tuple[Tuple[str, bool], ...]  # (name, is_scalar) in definition order
 
     @property
+    def scalar_names(self) -> Tuple[str, ...]:
+        return tuple(n for n, is_scalar in self.inputs if is_scalar)
+
+    @property
     def jsonl_rel(self) -> str:
         return f"workloads/{self.op_type}/{self.name}.jsonl"
 
@@ -45,9 +49,9 @@ class DefInfo:
         return f"blob/workloads/{self.op_type}/{self.name}/{self.name}_{uid}.safetensors"
 
 
-# One queued call: (definition info, var-axis values, scalar values by name,
+# One queued call: (definition info, var-axis values, scalar input values in definition order,
 # tensors to save as (name, tensor, cuda event or None, needs host copy), pinned/host bytes)
-Record = Tuple[DefInfo, Tuple[int, ...], Dict[str, Any], List[Tuple[str, Any, Any, bool]], int]
+Record = Tuple[DefInfo, Tuple[int, ...], Tuple[Any, ...], List[Tuple[str, Any, Any, bool]], int]
 
 
 @dataclass
@@ -158,9 +162,10 @@ class Writer:
     # ------------------------------------------------------------------ file work
     def _write_batch(self, batch: Sequence[Record]) -> None:
         lines: Dict[str, List[Tuple[bytes, List[Path]]]] = collections.defaultdict(list)
-        for info, axes, scalars, dumps, _ in batch:
+        for info, axes, scalar_values, dumps, _ in batch:
             uid = str(uuidlib.uuid4())
             saved, blob = self._save_blob(info, uid, dumps)
+            scalars = dict(zip(info.scalar_names, scalar_values))
             inputs: Dict[str, Any] = {}
             for name, is_scalar in info.inputs:
                 if is_scalar:

@@ -308,3 +308,17 @@ def test_fib_enable_apply_activates_at_the_first_decorated_call(tmp_path: Path, 
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "{'toy_rmsnorm_h64': {'norm_a': 1}}" in r.stdout
+
+
+def test_an_unusable_artifact_cache_warns_and_falls_back(tmp_path: Path) -> None:
+    ds = write_dataset(tmp_path / "ds", ["norm_a"], [trace("norm_a", 1, 0.01)])
+    blocker = tmp_path / "cache-is-a-file"
+    blocker.write_text("not a directory")
+    with pytest.warns(ApplyWarning) as got:
+        rt = fb.enable_apply(ds, ApplyConfig(cache_dir=blocker / "sub"))
+    messages = [str(w.message) for w in got]
+    assert any("could not be built" in m for m in messages)
+    assert any("every measured solution failed to build" in m for m in messages)
+    with rt:
+        assert norm(X(1), W, 1e-6).shape == (1, 64)
+        assert stats() == {DEF["name"]: {"fallback": 1}}
