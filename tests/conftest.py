@@ -16,8 +16,11 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def anchor_dataset() -> Path:
-    """A real FlashInfer-Bench 0.1.2 dataset: ../shared/anchor-dataset beside the repository."""
+    """A real FlashInfer-Bench 0.1.2 dataset: ../shared/anchor-dataset beside the repository
+    (or shared/anchor-dataset inside it, as carried to the GPU machine)."""
     p = (REPO_ROOT / ".." / "shared" / "anchor-dataset").resolve()
+    if not p.is_dir():
+        p = REPO_ROOT / "shared" / "anchor-dataset"
     if not p.is_dir():
         pytest.skip(f"anchor dataset not found at {p} (shared/ must sit beside the repository)")
     return p
