@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -85,6 +84,10 @@ def _load_entry(solution: dict) -> Callable[..., Any]:
     return ns["run"]
 
 
+CLOCK = time.perf_counter_ns
+CLOCK_NAME = ["wall"]
+
+
 def time_variants(variants: Dict[str, Callable[[], Any]], calls: int, rounds: int, sync: Callable[[], None]) -> Dict[str, List[float]]:
     """Per-call host time (us) of each variant, one sample per round, variants interleaved."""
     out: Dict[str, List[float]] = {k: [] for k in variants}
@@ -95,10 +98,10 @@ def time_variants(variants: Dict[str, Callable[[], Any]], calls: int, rounds: in
     for _ in range(rounds):
         for name, f in variants.items():
             sync()
-            t0 = time.perf_counter_ns()
+            t0 = CLOCK()
             for _ in range(calls):
                 f()
-            t1 = time.perf_counter_ns()
+            t1 = CLOCK()
             out[name].append((t1 - t0) / calls / 1e3)
         sync()
     return out
@@ -218,7 +221,7 @@ def measure_upstream(upstream_path: str, device: str, batch: int, calls: int, ro
         env.pop("FIB_ENABLE_TRACING", None)
         cmd = [sys.executable, str(Path(__file__).resolve()), "--upstream-worker", "--dataset", str(root),
                "--device", device, "--batch", str(batch), "--calls", str(calls), "--rounds", str(rounds),
-               "--solution", which]
+               "--solution", which, "--clock", CLOCK_NAME[0]]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp, timeout=600)
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or ["?"])[-1]
@@ -238,10 +241,15 @@ def main(argv: Sequence[str] = ()) -> int:
     p.add_argument("--solutions", default="noop,torch")
     p.add_argument("--upstream-path", default=os.environ.get("FIB_UPSTREAM_PATH", ""))
     p.add_argument("--json", default="")
+    p.add_argument("--clock", choices=("wall", "thread"), default="wall",
+                   help="thread: CPU time of the calling thread (for a loaded machine; not for GPU work)")
     p.add_argument("--upstream-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--dataset", default="", help=argparse.SUPPRESS)
     p.add_argument("--solution", default="noop", help=argparse.SUPPRESS)
     args = p.parse_args(list(argv) or None)
+    global CLOCK
+    CLOCK = time.thread_time_ns if args.clock == "thread" else time.perf_counter_ns
+    CLOCK_NAME[0] = args.clock
     if args.upstream_worker:
         measure_upstream_worker(args)
         return 0
@@ -252,7 +260,7 @@ def main(argv: Sequence[str] = ()) -> int:
         up = measure_upstream(args.upstream_path, ours["device"], args.batch, args.calls, args.rounds, which, ours["hardware"])
         rows.append({"ours": ours, "upstream": up})
     print(f"apply dispatch overhead on {rows[0]['ours']['hardware']} ({rows[0]['ours']['device']}), "
-          f"batch {args.batch}, {args.calls} calls x {args.rounds} rounds; medians in us per call")
+          f"batch {args.batch}, {args.calls} calls x {args.rounds} rounds, {args.clock} clock; medians in us per call")
     hdr = ("solution", "direct fn", "direct Runnable", "ours apply", "dispatch", "paired", "vs fn",
            "idle wrapper", "upstream apply", "upstream vs fn")
     print("| " + " | ".join(hdr) + " |")

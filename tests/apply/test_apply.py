@@ -322,3 +322,16 @@ def test_an_unusable_artifact_cache_warns_and_falls_back(tmp_path: Path) -> None
     with rt:
         assert norm(X(1), W, 1e-6).shape == (1, 64)
         assert stats() == {DEF["name"]: {"fallback": 1}}
+
+
+def test_tracing_and_apply_together(tmp_path: Path, cache: Path) -> None:
+    """A traced program that also applies: the call is recorded and routed."""
+    import json
+
+    ds = write_dataset(tmp_path / "ds", ["norm_a"], [trace("norm_a", 2, 0.01)])
+    with fb.enable_tracing(dataset_dir=ds), fb.enable_apply(ds, _cfg(cache)):
+        for b in (2, 2, 3):
+            norm(X(b), W, 1e-6)
+        assert stats(by_axes=True)[DEF["name"]] == {(2,): {"norm_a": 2}, (3,): {"norm_a": 1}}
+    lines = (ds / "workloads" / "rmsnorm" / f"{DEF['name']}.jsonl").read_text().splitlines()
+    assert [json.loads(x)["workload"]["axes"] for x in lines] == [{"batch": 2}, {"batch": 3}]

@@ -74,7 +74,7 @@ def test_dump_all_snapshots_cuda_tensors_at_call_time(tmp_path: Path, example_da
     w = torch.rand(4096, device="cuda", dtype=torch.float16)
     for snapshot in ("pinned", "device_clone"):
         cfg = TracingConfig(tensor_dump_policy="dump_all", dedup_policy="keep_all", snapshot=snapshot)
-        xs, saved = [], []
+        saved = []
         with fb.enable_tracing({"rmsnorm_d4096": cfg}, dataset_dir=ds):
             for b in (1, 8, 300):
                 x = torch.randn(b, 4096, device="cuda", dtype=torch.float16)
