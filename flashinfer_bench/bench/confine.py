@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .sandbox import landlock as ll
-from .sandbox import ns, seccomp
+from .sandbox import cgroup, ns, seccomp
 from .sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
 MAX_FILE_BYTES = 8 << 30
+# tasks a runner needs of its own (shims, torch/CUDA/Triton threads) on top of FIB_SANDBOX_NPROC
+BASE_TASKS = 64
 
 # what `prepare()` did, for `confine()` and the record
 _STATE: Dict[str, Any] = {"prepared": False, "layers": [], "notes": {}}
@@ -65,10 +67,18 @@ def prepare(
         roofline.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass
+    # a hard cap on processes and threads (RLIMIT_NPROC does not bind root), taken while still
+    # root in the initial namespaces; the shim below removes the group when the runner is gone
+    group, note = cgroup.enter_limited(settings.nproc_extra + BASE_TASKS)
+    _STATE["notes"]["pids"] = note
+    if group is not None:
+        _STATE["layers"].append("pidscg")
+        _STATE["pids_max"] = settings.nproc_extra + BASE_TASKS
     names = ns.enter_namespaces()
     _STATE["layers"] += names
     if "pidns" in names:
-        ns.fork_into_pid_namespace()  # from here on we are the runner, pid 2 of the namespace
+        # from here on we are the runner, pid 2 of the namespace
+        ns.fork_into_pid_namespace(on_exit=lambda: cgroup.leave_and_remove(group))
     else:
         try:
             ns.set_subreaper()
@@ -139,7 +149,9 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
     if settings.enabled:
         _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
         limits["nproc"] = _lower(resource.RLIMIT_NPROC, _task_count() + settings.nproc_extra, hard)
-        limits["nproc"]["enforced"] = "userns" in layers or os.geteuid() != 0
+        limits["nproc"]["enforced"] = os.geteuid() != 0  # the kernel exempts root, even in a user namespace
+        if "pidscg" in layers:
+            limits["pids_cgroup_max"] = _STATE.get("pids_max")
         torch = sys.modules.get("torch")
         on_cpu = torch is None or not torch.cuda.is_initialized()
         if on_cpu:
@@ -174,7 +186,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
     fs_ok = "landlock" in layers
     net_ok = "netns" in layers or "seccomp" in layers
     missing = ([] if fs_ok else ["filesystem (Landlock)"]) + ([] if net_ok else ["network (netns or seccomp)"])
-    order = ["landlock", "seccomp", "netns", "pidns", "userns", "nocaps", "rlimits"]
+    order = ["landlock", "seccomp", "netns", "pidns", "userns", "nocaps", "pidscg", "rlimits"]
     applied.update(
         sandbox="+".join(x for x in order if x in layers) if settings.enabled else "none",
         confined=not missing and settings.enabled,

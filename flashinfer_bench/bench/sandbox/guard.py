@@ -18,6 +18,7 @@ plausibility against a roofline floor it computes itself.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sys
 import threading
@@ -133,8 +134,9 @@ class Guard:
 
         return checked_load
 
-    def after_eval(self, result: Dict[str, Any]) -> Dict[str, Any]:
-        """Apply the checks to an evaluation's result (in place) and return it."""
+    def after_eval(self, result: Dict[str, Any], log_path: Optional[str] = None) -> Dict[str, Any]:
+        """Apply the checks to an evaluation's result (in place) and return it; `log_path` is the
+        file that held the solution's output."""
         extra = result.get("extra") if isinstance(result.get("extra"), dict) else {}
         flags: List[str] = list(extra.get("flags") or [])
         notes: List[str] = list(extra.get("notes") or [])
@@ -146,6 +148,11 @@ class Guard:
             _fail(result, f"timer_patched: the solution replaced harness or timing functions ({what}); "
                           f"the measurement is not trusted")
             flags.append(_FLAG_PATCHED)
+        full = _log_at_limit(log_path)
+        if full:
+            notes.append(full)
+            if result.get("status") != "PASSED":
+                result["message"] = full + "\n" + (result.get("message") or "")
         threads, children = self.leftovers()
         if threads or children:
             flags.append(_FLAG_BACKGROUND)
@@ -169,6 +176,21 @@ class Guard:
             if result.get("status") != "PASSED" and notes:
                 result["message"] = (result.get("message") or "").rstrip() + "\n" + "\n".join(n for n in notes if n.startswith("background_work"))
         return result
+
+
+def _log_at_limit(log_path: Optional[str]) -> str:
+    """A line saying so when the evaluation's output reached the file size limit."""
+    if not log_path:
+        return ""
+    try:
+        size = os.stat(log_path).st_size
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except OSError:
+        return ""
+    if soft == resource.RLIM_INFINITY or size < soft:
+        return ""
+    return (f"file size limit exceeded: the solution's output reached the {soft / 2**20:.0f} MiB limit "
+            f"(FIB_SANDBOX_FSIZE_MB); what it printed after that was lost")
 
 
 def _fail(result: Dict[str, Any], why: str) -> None:

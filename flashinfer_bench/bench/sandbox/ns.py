@@ -18,7 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from . import _sys
 
@@ -71,12 +71,12 @@ def _mirror(status: int) -> None:
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
-def fork_into_pid_namespace() -> None:
+def fork_into_pid_namespace(on_exit: Optional[Callable[[], None]] = None) -> None:
     """Call right after unshare(CLONE_NEWPID); returns in the runner, now pid 2 of the namespace.
 
     A process that unshared its pid namespace cannot create threads itself, so the work moves to
     a grandchild. This process (what the supervisor started) waits and leaves the way the runner
-    left (same exit code or signal); its child is the namespace's init, which reaps orphans and
+    left (same exit code or signal), after `on_exit()`; its child is the namespace's init, which reaps orphans and
     forwards the runner's wait status. When the runner dies, init returns and the kernel kills
     every process left in the namespace. Signals sent to the process group reach all three.
     """
@@ -93,6 +93,8 @@ def fork_into_pid_namespace() -> None:
                 break
             data += chunk
         _, st = os.waitpid(init, 0)
+        if on_exit is not None:
+            on_exit()
         _mirror(int.from_bytes(data, "little") if len(data) == 4 else st)
     # pid 1 of the new namespace
     os.close(rfd)

@@ -4,7 +4,7 @@ Environment variables (read by the runner; the worker passes its own environment
 
     FIB_SANDBOX=auto|off          off: apply nothing (the worker then refuses to evaluate unless
                                   the request allows unconfined runs); default auto
-    FIB_SANDBOX_NPROC=N           processes+threads a runner may add (default 256)
+    FIB_SANDBOX_NPROC=N           processes+threads a runner may add (default 128; pids cgroup)
     FIB_SANDBOX_FSIZE_MB=N        largest file a runner may write, logs included (default 1024)
     FIB_SANDBOX_GPU_FRACTION=F    torch's per-process GPU memory fraction (default 0.9)
     FIB_SANDBOX_HOST_MEM_GB=G     resident memory of a runner and its children (default: half
@@ -64,7 +64,7 @@ class Settings:
         gb = _env_float("FIB_SANDBOX_HOST_MEM_GB", 0.0)
         return cls(
             enabled=mode not in ("off", "0", "false", "no", "none"),
-            nproc_extra=int(_env_float("FIB_SANDBOX_NPROC", 256)),
+            nproc_extra=int(_env_float("FIB_SANDBOX_NPROC", 128)),
             fsize_bytes=int(_env_float("FIB_SANDBOX_FSIZE_MB", 1024) * (1 << 20)),
             gpu_fraction=min(1.0, max(0.05, _env_float("FIB_SANDBOX_GPU_FRACTION", 0.9))),
             host_mem_bytes=int(gb * (1 << 30)) if gb > 0 else total_memory_bytes() // 2,

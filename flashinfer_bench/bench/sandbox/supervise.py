@@ -28,8 +28,16 @@ FLOOR_FACTOR = 0.25
 
 
 def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
+    """Runner arguments: where it logs, what it may read (plus the dataset named by
+    FIB_DATASET_PATH / FLASHINFER_BENCH_DATASET_PATH, so that its first request needs no restart)."""
+    from ...env import dataset_path
+
+    roots = {str(Path(p)) for p in readable}
+    ds = dataset_path(default="")
+    if str(ds) not in ("", ".") and ds.is_dir():
+        roots.add(str(ds.resolve()))
     args = ["--log-dir", str(log_dir)]
-    for p in sorted({str(Path(p)) for p in readable}):
+    for p in sorted(roots):
         args += ["--readable", p]
     return args
 
@@ -98,11 +106,28 @@ def _tree(pid: int) -> List[int]:
 
 
 def tree_rss_bytes(pid: int) -> int:
+    """Sum of resident memory over the tree (cheap; counts pages forked children share many times)."""
     total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
     for p in _tree(pid):
         try:
             with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                total += int(f.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def tree_pss_bytes(pid: int) -> int:
+    """Sum of proportional resident memory over the tree (shared pages split between sharers)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
         except (OSError, ValueError, IndexError):
             continue
     return total
@@ -121,6 +146,8 @@ class MemoryWatch:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             rss = tree_rss_bytes(self.pid)
+            if rss > self.limit:  # forked children count shared pages again: look closer
+                rss = tree_pss_bytes(self.pid)
             self.peak = max(self.peak, rss)
             if rss > self.limit:
                 self.tripped = (

@@ -1,0 +1,115 @@
+"""A pids cgroup per runner: a hard cap on its processes and threads, whoever it runs as.
+
+RLIMIT_NPROC does not bind root (the kernel exempts uid 0, also inside a user namespace that maps
+uid 0 to itself), so where the runner runs as root the cap comes from the pids controller: the
+runner's shim (still root in the initial namespaces) makes `<its pids cgroup>/fib-runner-<pid>`,
+writes `pids.max` and moves itself in before it forks the runner; everything below inherits it.
+When the runner is gone the shim moves out and removes the group; groups left by shims that were
+killed are removed by the next runner (rmdir only succeeds on an empty group). cgroup v1 (a
+`pids` hierarchy) and v2 (`pids` enabled for our cgroup's children) are both tried.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Optional, Tuple
+
+PREFIX = "fib-runner-"
+
+
+def _mounts() -> list:
+    try:
+        with open("/proc/self/mountinfo") as f:
+            return [line.split() for line in f]
+    except OSError:
+        return []
+
+
+def pids_base() -> Optional[Tuple[Path, str]]:
+    """(directory of our own pids cgroup, "v1" | "v2"), or None when there is no usable one."""
+    try:
+        lines = open("/proc/self/cgroup").read().splitlines()
+    except OSError:
+        return None
+    v1_path = v2_path = None
+    for line in lines:
+        hid, ctrls, path = line.split(":", 2)
+        if "pids" in ctrls.split(","):
+            v1_path = path
+        elif hid == "0":
+            v2_path = path
+    for m in _mounts():
+        if "-" not in m:
+            continue
+        sep = m.index("-")
+        fstype, opts = m[sep + 1], m[sep + 3] if len(m) > sep + 3 else ""
+        mnt = m[4]
+        if fstype == "cgroup" and v1_path is not None and "pids" in opts.split(","):
+            return Path(mnt) / v1_path.lstrip("/"), "v1"
+        if fstype == "cgroup2" and v2_path is not None and v1_path is None:
+            base = Path(mnt) / v2_path.lstrip("/")
+            try:
+                if "pids" in (base / "cgroup.controllers").read_text().split():
+                    return base, "v2"
+            except OSError:
+                pass
+    return None
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def remove_stale(base: Path) -> int:
+    n = 0
+    for d in base.glob(PREFIX + "*"):
+        try:
+            d.rmdir()
+            n += 1
+        except OSError:
+            continue
+    return n
+
+
+def enter_limited(max_pids: int) -> Tuple[Optional[Path], str]:
+    """Move this process into a new pids cgroup capped at `max_pids`; (its path, note)."""
+    found = pids_base()
+    if found is None:
+        return None, "no pids cgroup controller"
+    base, version = found
+    remove_stale(base)
+    group = base / f"{PREFIX}{os.getpid()}"
+    try:
+        if version == "v2":
+            ctl = base / "cgroup.subtree_control"
+            if "pids" not in ctl.read_text().split():
+                _write(ctl, "+pids")
+        group.mkdir(exist_ok=True)
+        _write(group / "pids.max", str(max_pids))
+        _write(group / "cgroup.procs", str(os.getpid()))
+    except OSError as e:
+        try:
+            group.rmdir()
+        except OSError:
+            pass
+        return None, f"pids cgroup ({version}) not usable: {e.strerror or e}"
+    return group, f"pids cgroup {version}, pids.max={max_pids}"
+
+
+def leave_and_remove(group: Optional[Path]) -> None:
+    """Move this process back to the parent group and remove `group` (call when it is empty)."""
+    if group is None:
+        return
+    try:
+        _write(group.parent / "cgroup.procs", str(os.getpid()))
+    except OSError:
+        return
+    # the namespace's last processes are reaped by the system's init a moment after ours died
+    for _ in range(100):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.02)

@@ -1,0 +1,233 @@
+"""Red team, part two: hostile solutions against the confined runner, through the real worker.
+
+Each attack must end non-PASSED or flagged, the dataset, the other solution's artifact and the
+project must be byte-for-byte what they were, and the next evaluation must run normally.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import List
+
+from flashinfer_bench.bench.client import ping_worker
+
+from tests.bench.conftest import rms_workload
+from .conftest import Lab, flags
+
+
+def _assert_next_is_fine(lab: Lab) -> None:
+    t = lab.run_good()
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log
+
+
+def test_the_runner_is_confined_and_says_so(lab: Lab, unchanged) -> None:
+    t = lab.run_good()
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    sandbox = ev.environment.model_dump().get("sandbox", "")
+    # what holds on this machine (a Firecracker VM, root, kernel 6.x with Landlock ABI >= 6)
+    for layer in ("landlock", "seccomp", "netns", "pidns", "userns", "nocaps", "rlimits"):
+        assert layer in sandbox.split("+"), sandbox
+
+
+def test_writing_a_passed_trace_into_the_dataset(lab: Lab, unchanged) -> None:
+    t = lab.run("write_passed_trace")
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "PermissionError" in ev.log and "traces" in ev.log
+    unchanged()
+    _assert_next_is_fine(lab)
+
+
+def test_quiet_writes_everywhere_are_all_denied(lab: Lab, unchanged) -> None:
+    t = lab.run("write_quietly")
+    ev = t.evaluation
+    # it computes the right answer and swallowed the errors: an ordinary solution, nothing written
+    assert ev.status.value == "PASSED", ev.log
+    assert "BREACH" not in ev.log, ev.log
+    assert ev.log.count("denied:") >= 11, ev.log
+    unchanged()
+
+
+def test_editing_another_solution(lab: Lab, unchanged) -> None:
+    t = lab.run("edit_other_solution")
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "PermissionError" in ev.log
+    unchanged()
+    _assert_next_is_fine(lab)
+
+
+def _tcp_listener() -> tuple:
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    return srv, srv.getsockname()[1]
+
+
+def test_opening_sockets_to_localhost(lab: Lab, unchanged) -> None:
+    tcp, port = _tcp_listener()
+    abstract_name = f"fib-test-{os.getpid()}-{time.monotonic_ns()}"
+    uds = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    uds.bind("\0" + abstract_name)
+    uds.listen(8)
+    uds.settimeout(0.2)
+    accepted: List[str] = []
+    stop = threading.Event()
+
+    def accept_loop() -> None:
+        while not stop.is_set():
+            for s in (tcp, uds):
+                try:
+                    c, _ = s.accept()
+                    accepted.append(str(s.getsockname()))
+                    c.close()
+                except OSError:
+                    pass
+
+    th = threading.Thread(target=accept_loop, daemon=True)
+    th.start()
+    try:
+        t = lab.run("socket_localhost", targets={"port": port, "abstract": abstract_name})
+    finally:
+        stop.set()
+        th.join(2)
+        tcp.close()
+        uds.close()
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "BREACH" not in ev.log and "no network" in ev.log, ev.log
+    assert ev.log.count("denied:") == 3, ev.log
+    assert not accepted, f"the solution reached {accepted}"
+    assert ping_worker("cpu", lab.config) is not None, "the worker must still answer"
+    unchanged()
+
+
+def test_scraping_the_reference_from_memory(lab: Lab, unchanged) -> None:
+    t = lab.run("scrape_reference")
+    ev = t.evaluation
+    # the correctness trials' references can be found and copied; the timed calls' references are
+    # computed only after each call returned, so the garbage it returns there is caught
+    assert ev.status.value == "INCORRECT_NUMERICAL", ev.log
+    assert "re-checked timed calls" in ev.log or "audit" in ev.log, ev.log
+    assert ev.performance is None
+    unchanged()
+
+
+def test_reading_the_supervisors_files(lab: Lab, unchanged) -> None:
+    t = lab.run("read_supervisor_files")
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert lab.marker not in ev.log, "the supervisor's secret reached the trace"
+    assert "root:" not in ev.log  # /etc/shadow
+    assert ev.log.count("denied:") == 4, ev.log
+    unchanged()
+
+
+def test_patching_the_harness_and_timer(lab: Lab, unchanged) -> None:
+    t = lab.run("patch_harness")
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "timer_patched" in ev.log
+    for name in ("timing._perf_counter", "torch.cuda.synchronize", "evaluate.mismatch_count"):
+        assert name in ev.log, (name, ev.log)
+    unchanged()
+    _assert_next_is_fine(lab)  # the originals are back (a fresh runner)
+
+
+def _processes() -> int:
+    return sum(1 for p in os.listdir("/proc") if p.isdigit())
+
+
+def test_fork_bomb_is_bounded_and_cleaned_up(lab: Lab, unchanged) -> None:
+    _assert_next_is_fine(lab)
+    base = _processes()
+    t0 = time.monotonic()
+    t = lab.run("fork_bomb", N=2000, SLEEP=60)
+    took = time.monotonic() - t0
+    ev = t.evaluation
+    assert ev.status.value in ("PASSED", "RUNTIME_ERROR"), ev.log
+    if ev.status.value == "PASSED":
+        assert "background_work" in flags(t) and ev.correctness.extra["suspect"], ev.log
+    assert "fork stopped after" in ev.log, ev.log  # the process limit, not the 2000, ended it
+    assert took < 30, took
+    deadline = time.monotonic() + 15
+    while _processes() > base + 8 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes() <= base + 8, f"{_processes() - base} processes more than before the bomb"
+    _assert_next_is_fine(lab)
+    unchanged()
+
+
+def test_background_thread_still_working(lab: Lab, unchanged) -> None:
+    t = lab.run("background_thread")
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log  # its outputs are right ...
+    assert "background_work" in flags(t) and ev.correctness.extra["suspect"] is True  # ... but flagged
+    assert "keeps-working" in " ".join(ev.correctness.extra.get("notes", []))
+    _assert_next_is_fine(lab)
+    unchanged()
+
+
+def test_forged_result_lines_and_frames(lab: Lab, unchanged) -> None:
+    t = lab.run("forge_result")
+    ev = t.evaluation
+    assert ev.status.value != "PASSED", ev.log
+    assert ev.status.value in ("RUNTIME_ERROR", "INCORRECT_NUMERICAL"), ev.log
+    if ev.status.value == "RUNTIME_ERROR":
+        assert "forged_result" in ev.log, ev.log
+    assert ev.performance is None
+    _assert_next_is_fine(lab)
+    unchanged()
+
+
+def test_host_memory_limit_of_one_allocation(lab: Lab) -> None:
+    t = lab.run("big_alloc", BYTES=3 << 30)
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "allocate" in ev.log or "MemoryError" in ev.log, ev.log
+    _assert_next_is_fine(lab)
+
+
+def test_host_memory_limit_of_a_process_tree(lab: Lab) -> None:
+    t = lab.run("memory_children", N=4, EACH=700 << 20)
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "host memory limit exceeded" in ev.log, ev.log
+    _assert_next_is_fine(lab)
+
+
+def test_log_size_limit(lab: Lab) -> None:
+    t = lab.run("huge_log", LINES=40_000)  # 40 MiB against a 16 MiB limit
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "file size limit exceeded" in ev.log, ev.log[:2000]
+    assert len(ev.log) < 200_000  # the trace carries a capped head and tail
+    _assert_next_is_fine(lab)
+
+
+def test_no_confinement_is_refused_unless_allowed(tmp_path: Path, lab: Lab) -> None:
+    from flashinfer_bench.bench.client import evaluate_via_worker, shutdown_worker
+
+    from .conftest import env_vars
+
+    cfg = lab.config.model_copy(update={"worker_dir": str(tmp_path / "w")})
+    with env_vars({"FIB_SANDBOX": "off"}):
+        try:
+            t = evaluate_via_worker(lab.definition, lab.good, rms_workload(8), lab.good_build, cfg, dataset_root=lab.dataset)
+            ev = t.evaluation
+            assert ev.status.value == "RUNTIME_ERROR", ev.log
+            assert "refusing to run an untrusted solution unconfined" in ev.log
+            assert "allow_unconfined" in ev.log
+            ok = evaluate_via_worker(
+                lab.definition, lab.good, rms_workload(8), lab.good_build,
+                cfg.model_copy(update={"allow_unconfined": True}), dataset_root=lab.dataset,
+            )
+            assert ok.evaluation.status.value == "PASSED", ok.evaluation.log
+            assert ok.evaluation.environment.model_dump().get("sandbox") == "none"
+        finally:
+            shutdown_worker("cpu", cfg)
