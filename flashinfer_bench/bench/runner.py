@@ -116,7 +116,7 @@ def main(argv: Optional[list] = None) -> int:
             }
         finally:
             _redirect(None, own_log)
-        result = guard.after_eval(result)
+        result = guard.after_eval(result, msg.get("log_path"))
         send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
 
 
