@@ -460,9 +460,7 @@ class EvalRun:
             # keyed by address hits from then on)
             forced = i >= len(sets) and n_checked[0] < 8
             if do_check and (forced or check_rng.random() < p_check):
-                pristine = clone_inputs(s.inputs)
-                pending["pristine"] = pristine
-                pending["ref"] = self._call_reference(ref, pristine)
+                pending["pristine"] = clone_inputs(s.inputs)
             for o in s.outputs:
                 poison_(o)
             return list(s.inputs) + list(s.outputs)
@@ -471,8 +469,12 @@ class EvalRun:
             return self._call_solution(runnable, args[: len(self.definition.inputs)], args[len(self.definition.inputs):])
 
         def after(outputs: Any) -> None:
-            if "ref" not in pending:
+            if "pristine" not in pending:
                 return
+            # the reference of a checked call is computed only now that the call has returned: while
+            # the solution ran, the expected answer to these inputs existed nowhere in this process
+            # (a solution that scrapes it from memory finds nothing to copy; issue 9)
+            pending["ref"] = self._call_reference(ref, pending["pristine"])
             n_checked[0] += 1
             s: _Set = pending["set"]
             bad = acc["bad"]
