@@ -14,7 +14,7 @@ rule benchmark:
         definition_digest=lambda wc: DEF_DIGEST[wc.definition],
         evaluation=lambda wc: canonical(evaluation_for(config, wc.definition, DEVICE)),
         device=DEVICE,
-        harness_version=HARNESS_VERSION,
+        evaluator=EVALUATOR,
         solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
         definition_file=lambda wc: rel(PLAN.definition_files[wc.definition]),
     resources:

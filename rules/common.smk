@@ -3,7 +3,7 @@ import json
 import sys
 from pathlib import Path
 
-from flashinfer_bench.pipeline.plan import HARNESS_VERSION, build_plan, canonical, definition_digest
+from flashinfer_bench.pipeline.plan import build_plan, canonical, definition_digest, evaluator_version
 from flashinfer_bench.pipeline.settings import evaluation_for, toolchain_fingerprint
 
 DATASET = Path(config["dataset"]).resolve()
@@ -17,6 +17,7 @@ PLAN = build_plan(
 )
 DEVICE = PLAN.device
 TOOLCHAIN = toolchain_fingerprint()
+EVALUATOR = evaluator_version()
 for _p in PLAN.problems:
     print(f"[flashinfer-bench] {_p.level}: {_p}", file=sys.stderr)
 if not DATASET.is_dir():

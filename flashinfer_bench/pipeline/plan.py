@@ -23,6 +23,20 @@ from flashinfer_bench.data.io import Problem, iter_jsonl, read_json, validation_
 
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
 
+
+def evaluator_version() -> str:
+    """HARNESS_VERSION plus a hash of the evaluator's code (flashinfer_bench/bench).
+
+    A benchmark job's params carry it, because Snakemake does not see edits of modules that a
+    `script:` imports: an edited evaluator re-runs the benchmarks it would measure differently.
+    """
+    h = hashlib.sha256(HARNESS_VERSION.encode())
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    for p in sorted(bench.rglob("*.py")):
+        h.update(str(p.relative_to(bench)).encode())
+        h.update(p.read_bytes())
+    return f"{HARNESS_VERSION}-{h.hexdigest()[:12]}"
+
 _GPU_LANGS = {"cuda", "cpp"}
 
 
