@@ -72,7 +72,7 @@ _FLAT_PERFORMANCE = ("latency_ms", "reference_latency_ms", "speedup_factor")
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 class Evaluation(BaseModel):
