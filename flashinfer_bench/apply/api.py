@@ -79,9 +79,7 @@ def _activate_from_env() -> None:
         importlib.import_module("flashinfer_bench.tracing").enable_tracing()
 
 
-def _call(
-    name: str, fallback: Optional[Callable[..., Any]], args: tuple, kwargs: Dict[str, Any]
-) -> Any:
+def _call(name: str, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
     if _state.ENV_PENDING:
         _activate_from_env()
     tr = _state.TRACER
@@ -90,8 +88,6 @@ def _call(
     rt = _state.APPLY
     if rt is not None:
         return rt.dispatch(name, fallback, args, kwargs)
-    if fallback is None:
-        raise RuntimeError(f"apply({name!r}): apply is not enabled and there is no fallback")
     return fallback(*args, **kwargs)
 
 
@@ -110,7 +106,16 @@ def apply(
         if fallback is not None:
             raise TypeError("apply(name, fallback=...) needs args= or kwargs= to call")
         return functools.partial(_decorate, definition)
+    if fallback is None:
+        fallback = _no_fallback(definition)
     return _call(definition, fallback, tuple(args or ()), dict(kwargs or {}))
+
+
+def _no_fallback(name: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"apply({name!r}): no solution serves this call and no fallback was given")
+
+    return missing
 
 
 def _decorate(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
