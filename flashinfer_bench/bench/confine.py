@@ -165,6 +165,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         if frac is not None:
             limits["gpu_memory_fraction"] = frac
         applied["private_dirs"] = _private_dirs(scratch_dir)
+        os.environ["FIB_SANDBOX_SCRATCH"] = str(scratch_dir)  # compile.load copies caches it must write here
         if "landlock" in layers:
             st = _STATE
             try:

@@ -86,6 +86,9 @@ DENIED: Dict[str, Tuple[int, int]] = {
     "ioperm": (173, errno.EPERM),
 }
 _CLONE = 56
+# read write poll mmap mprotect munmap ioctl sched_yield madvise nanosleep getpid gettid futex
+# clock_nanosleep epoll_wait ppoll epoll_pwait
+FAST_ALLOW = (0, 1, 7, 9, 10, 11, 16, 24, 28, 35, 39, 186, 202, 230, 232, 271, 281)
 
 
 class _Insn(ctypes.Structure):
@@ -106,6 +109,9 @@ def program() -> List[Tuple[int, int, int, int]]:
         (_JGE, 0, 1, _X32_BIT),
         (_RET, 0, 0, _RET_ERRNO | errno.ENOSYS),
     ]
+    # the calls a measurement loop makes most, allowed before the deny list is walked
+    for nr in FAST_ALLOW:
+        p += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_ALLOW)]
     for nr, err in DENIED.values():
         p += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_ERRNO | err)]
     p += [
