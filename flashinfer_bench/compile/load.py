@@ -33,7 +33,7 @@ def load_runnable(artifact_dir: Path, definition: Definition) -> Runnable:
         if language == "triton":
             before = _prepare_triton(artifact_dir)
         elif language == "tilelang":
-            os.environ["TILELANG_CACHE_DIR"] = str(artifact_dir / m.get("tilelang_cache", "tilelang_cache"))
+            os.environ["TILELANG_CACHE_DIR"] = _writable(artifact_dir / m.get("tilelang_cache", "tilelang_cache"))
         try:
             fn = import_entry(m["package"], artifact_dir / SRC_DIR, entry_file, symbol)
         except EntryError as e:
@@ -78,7 +78,7 @@ def _prepare_triton(artifact_dir: Path) -> Callable[[], None]:
     if not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")  # reuse the build's autotuning results
-    cache = str(artifact_dir / "triton_cache")
+    cache = _writable(artifact_dir / "triton_cache")
     os.environ["TRITON_CACHE_DIR"] = cache
     environ = os.environ
 
@@ -87,3 +87,22 @@ def _prepare_triton(artifact_dir: Path) -> Callable[[], None]:
             environ["TRITON_CACHE_DIR"] = cache
 
     return point_cache_here
+
+
+def _writable(cache: Path) -> str:
+    """`cache`, or in a confined runner (FIB_SANDBOX_SCRATCH set) a copy of it in the runner's
+    scratch directory: the artifact is read-only there, and a kernel compiled for a shape the build
+    did not warm up must be written somewhere (bench.sandbox, issue 9)."""
+    scratch = os.environ.get("FIB_SANDBOX_SCRATCH")
+    if not scratch:
+        return str(cache)
+    import hashlib
+    import shutil
+
+    dest = Path(scratch) / "caches" / hashlib.sha256(str(cache).encode()).hexdigest()[:16]
+    if not dest.is_dir():
+        if cache.is_dir():
+            shutil.copytree(cache, dest, symlinks=True, dirs_exist_ok=True)
+        else:
+            dest.mkdir(parents=True, exist_ok=True)
+    return str(dest)
