@@ -108,7 +108,7 @@ def apply(
         return functools.partial(_decorate, definition)
     if fallback is None:
         fallback = _no_fallback(definition)
-    return _call(definition, fallback, tuple(args or ()), dict(kwargs or {}))
+    return _call(definition, _adapting(fallback), tuple(args or ()), dict(kwargs or {}))
 
 
 def _no_fallback(name: str) -> Callable[..., Any]:
@@ -118,8 +118,42 @@ def _no_fallback(name: str) -> Callable[..., Any]:
     return missing
 
 
+def _adapting(fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """A value-returning fallback that also serves destination-passing callers.
+
+    When a caller passes more positional arguments than the fallback takes (inputs, then
+    outputs), the fallback runs on the inputs and its results are copied into the outputs.
+    """
+    import inspect
+
+    try:
+        params = inspect.signature(fallback).parameters.values()
+    except (TypeError, ValueError):
+        return fallback
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return fallback
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
+    @functools.wraps(fallback)
+    def adapted(*args: Any, **kwargs: Any) -> Any:
+        if len(args) <= n:
+            return fallback(*args, **kwargs)
+        outs = args[n:]
+        res = fallback(*args[:n], **kwargs)
+        res = res if isinstance(res, (tuple, list)) else (res,)
+        if len(res) != len(outs):
+            raise TypeError(f"{fallback.__name__} returned {len(res)} outputs for {len(outs)} destination arguments")
+        for dst, src in zip(outs, res):
+            dst.copy_(src)
+        return None
+
+    return adapted
+
+
 def _decorate(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
     state = _state
+    user_fallback = fallback
+    fallback = _adapting(fallback)
 
     @functools.wraps(fallback)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -137,7 +171,7 @@ def _decorate(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
         return call(fallback, args, kwargs)
 
     wrapper.__fib_definition__ = name  # type: ignore[attr-defined]
-    wrapper.__wrapped_fallback__ = fallback  # type: ignore[attr-defined]
+    wrapper.__wrapped_fallback__ = user_fallback  # type: ignore[attr-defined]
     return wrapper
 
 
