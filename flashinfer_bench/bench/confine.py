@@ -62,6 +62,9 @@ def prepare(
         _STATE["notes"]["disabled"] = "FIB_SANDBOX=off"
         return _STATE
     Path(scratch_dir).mkdir(parents=True, exist_ok=True)
+    _STATE["notes"]["nvidia_uvm"] = _ensure_nvidia_device_files()
+    # caches and temp files of torch, CUDA and Triton go to scratch from the start (CUDA init too)
+    _STATE["private_dirs"] = _private_dirs(Path(scratch_dir))
     roofline = Path(cache_dir) / "roofline"
     try:
         roofline.mkdir(parents=True, exist_ok=True)
@@ -69,11 +72,12 @@ def prepare(
         pass
     # a hard cap on processes and threads (RLIMIT_NPROC does not bind root), taken while still
     # root in the initial namespaces; the shim below removes the group when the runner is gone
-    group, note = cgroup.enter_limited(settings.nproc_extra + BASE_TASKS)
+    pids_max = settings.nproc_extra + BASE_TASKS + 2 * (os.cpu_count() or 16)  # OpenMP/inter-op pools
+    group, note = cgroup.enter_limited(pids_max)
     _STATE["notes"]["pids"] = note
     if group is not None:
         _STATE["layers"].append("pidscg")
-        _STATE["pids_max"] = settings.nproc_extra + BASE_TASKS
+        _STATE["pids_max"] = pids_max
     names = ns.enter_namespaces()
     _STATE["layers"] += names
     if "pidns" in names:
@@ -122,6 +126,24 @@ def _private_dirs(scratch: Path) -> Dict[str, str]:
     return out
 
 
+def _ensure_nvidia_device_files() -> str:
+    """Create /dev/nvidia-uvm while we still may: CUDA's own attempt (the setuid nvidia-modprobe)
+    cannot work once no_new_privs is set, and a fresh machine may not have it yet."""
+    if not any(Path("/dev").glob("nvidia[0-9]*")) or Path("/dev/nvidia-uvm").exists():
+        return "present" if Path("/dev/nvidia-uvm").exists() else "no NVIDIA GPU"
+    import shutil
+    import subprocess
+
+    exe = shutil.which("nvidia-modprobe")
+    if exe is None:
+        return "missing, and no nvidia-modprobe to create it"
+    try:
+        subprocess.run([exe, "-u", "-c=0"], check=False, timeout=30, capture_output=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"nvidia-modprobe failed: {e}"
+    return "created" if Path("/dev/nvidia-uvm").exists() else "nvidia-modprobe did not create it"
+
+
 def _gpu_fraction(fraction: float) -> Optional[float]:
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
@@ -164,7 +186,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         frac = _gpu_fraction(settings.gpu_fraction)
         if frac is not None:
             limits["gpu_memory_fraction"] = frac
-        applied["private_dirs"] = _private_dirs(scratch_dir)
+        applied["private_dirs"] = _STATE.get("private_dirs") or _private_dirs(scratch_dir)
         os.environ["FIB_SANDBOX_SCRATCH"] = str(scratch_dir)  # compile.load copies caches it must write here
         if "landlock" in layers:
             st = _STATE
