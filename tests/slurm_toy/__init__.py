@@ -1,0 +1,1 @@
+"""Toy workflow + helpers for running Snakemake through profiles/slurm."""
