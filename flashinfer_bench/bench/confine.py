@@ -78,7 +78,10 @@ def prepare(
     if group is not None:
         _STATE["layers"].append("pidscg")
         _STATE["pids_max"] = pids_max
-    names = ns.enter_namespaces()
+    # a pid namespace entered before CUDA init breaks the driver (cudaGetDeviceCount error 304,
+    # measured on the H100 machine); user+net namespaces keep CUDA working, so only CPU runners
+    # (CUDA_VISIBLE_DEVICES="" from the worker) also get a pid namespace
+    names = ns.enter_namespaces(want_pid=os.environ.get("CUDA_VISIBLE_DEVICES", None) == "")
     _STATE["layers"] += names
     if "pidns" in names:
         # from here on we are the runner, pid 2 of the namespace
