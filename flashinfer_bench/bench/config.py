@@ -6,6 +6,8 @@ Every field is enforced somewhere; upstream names that we always honour in one f
 """
 from __future__ import annotations
 
+import os
+
 from typing import Any, Dict, List, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -48,7 +50,9 @@ class EvalConfig(BaseModel):
     startup_timeout_s: float = Field(300.0, gt=0)
     log_limit_bytes: int = Field(64 * 1024, ge=1024)
     allow_unconfined: bool = Field(
-        False, description="run solutions even where the runner could not confine them (sandbox); off by default"
+        default_factory=lambda: os.environ.get("FIB_ALLOW_UNCONFINED", "").strip().lower() in ("1", "true", "yes"),
+        description="run solutions even where the runner could not confine them (sandbox); off by default "
+        "(env FIB_ALLOW_UNCONFINED=1 opts out too)",
     )
 
     @field_validator("device")
