@@ -138,3 +138,11 @@ def test_refusal_and_coverage(tmp_path: Path) -> None:
     (tmp_path / "a" / "x").mkdir(parents=True)
     (tmp_path / "b").mkdir()
     assert supervise.uncovered(confined, [str(tmp_path / "a" / "x"), str(tmp_path / "b"), None]) == [tmp_path / "b"]
+
+
+def test_dataset_needed_only_for_file_inputs() -> None:
+    build = {"artifact_dir": "/cache/a"}
+    rnd = {"workload": {"inputs": {"x": {"type": "random"}, "eps": {"type": "scalar", "value": 1}}}, "dataset_root": "/ds"}
+    files = {"workload": {"inputs": {"x": {"type": "safetensors", "path": "blob/x.safetensors", "tensor_key": "x"}}}, "dataset_root": "/ds"}
+    assert supervise.needed_paths(rnd, build) == ["/cache/a", None]
+    assert supervise.needed_paths(files, build) == ["/cache/a", "/ds"]

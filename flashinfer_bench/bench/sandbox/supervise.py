@@ -64,6 +64,14 @@ def refusal(ready: Optional[Dict[str, Any]], allow_unconfined: bool) -> Optional
     )
 
 
+def needed_paths(request: Dict[str, Any], build: Dict[str, Any]) -> List[Optional[str]]:
+    """What a runner must read for this request: the artifact, and the dataset only when the
+    workload reads tensors from files (most workloads draw random inputs)."""
+    inputs = ((request.get("workload") or {}).get("inputs") or {}).values()
+    from_files = any(isinstance(i, dict) and i.get("type") not in ("random", "scalar") for i in inputs)
+    return [build.get("artifact_dir"), request.get("dataset_root") if from_files else None]
+
+
 def _beneath(p: Path, roots: Iterable[str]) -> bool:
     s = str(p)
     return any(s == r or s.startswith(r.rstrip("/") + "/") for r in roots)
