@@ -229,7 +229,7 @@ class Supervisor:
             r = self.ensure_runner()
         except RunnerStartError as e:
             return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
-        need = supervise.uncovered(r.ready, [req.get("dataset_root"), build.get("artifact_dir")])
+        need = supervise.uncovered(r.ready, supervise.needed_paths(req, build))
         if need:  # a runner confined before this dataset was known cannot read it: start one that can
             self.readable.update(str(p) for p in need)
             with self._runner_lock:
