@@ -231,3 +231,24 @@ def test_no_confinement_is_refused_unless_allowed(tmp_path: Path, lab: Lab) -> N
             assert ok.evaluation.environment.model_dump().get("sandbox") == "none"
         finally:
             shutdown_worker("cpu", cfg)
+
+
+def test_file_inputs_are_read_from_a_dataset_outside_the_readable_set(lab: Lab, tmp_path: Path) -> None:
+    """A workload whose inputs come from a safetensors blob of a dataset the runner was not started
+    with: the supervisor starts a runner that may read it, and the evaluation passes."""
+    import torch
+    from safetensors.torch import save_file
+
+    from flashinfer_bench.bench.client import evaluate_via_worker
+    from flashinfer_bench.data import Workload
+
+    other = tmp_path / "other-dataset"
+    (other / "blob").mkdir(parents=True)
+    save_file({"x": torch.randn(4, 256).half()}, str(other / "blob" / "x.safetensors"))
+    wl = Workload(
+        axes={"batch_size": 4}, uuid="rms_blob",
+        inputs={"x": {"type": "safetensors", "path": "blob/x.safetensors", "tensor_key": "x"},
+                "weight": {"type": "random"}, "eps": {"type": "scalar", "value": 1e-6}},
+    )
+    t = evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=other)
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log
