@@ -63,7 +63,7 @@ class Environment(BaseModel):
     # round trip; listed so that `validate` does not warn about them as unknown fields.
     known_extra_fields: ClassVar[FrozenSet[str]] = frozenset({
         "device", "device_index", "gpu_uuid", "sm_count", "l2_bytes", "clocks_start",
-        "clocks_end", "hostname", "seed", "start_time", "end_time", "worker_pid",
+        "clocks_end", "hostname", "seed", "start_time", "end_time", "worker_pid", "sandbox",
     })
 
 
