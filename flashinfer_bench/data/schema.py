@@ -252,6 +252,7 @@ _ENVIRONMENT = {
         "start_time": {**_OPT_STR, "description": "Our extension: ISO UTC time the evaluation began."},
         "end_time": _OPT_STR,
         "worker_pid": _OPT_INT,
+        "sandbox": {**_OPT_STR, "description": "Our extension: the confinement the runner applied, or none."},
     },
 }
 
