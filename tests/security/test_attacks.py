@@ -252,3 +252,12 @@ def test_file_inputs_are_read_from_a_dataset_outside_the_readable_set(lab: Lab, 
     )
     t = evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=other)
     assert t.evaluation.status.value == "PASSED", t.evaluation.log
+
+
+def test_patching_a_torch_op_is_flagged(lab: Lab) -> None:
+    t = lab.run("patch_torch_op")
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    assert "torch_patched" in flags(t) and ev.correctness.extra["suspect"] is True
+    assert "torch.nn.functional.rms_norm" in " ".join(ev.correctness.extra.get("notes", []))
+    _assert_next_is_fine(lab)  # GOOD_VR calls F.rms_norm: the original is back

@@ -4,8 +4,9 @@
 the objects behind every public callable of the timing primitives (`time`, `torch.cuda`,
 `torch.cuda.Event`, `torch.Tensor`, `torch`, `torch.nn.functional`) and of our own bench modules
 (functions, classes and their methods). After a solution is loaded and after the evaluation ends
-it compares: a replaced object fails the evaluation ("timer_patched"), the originals are put back
-and the runner is replaced. Python threads and child processes that were not there before the
+it compares: a replaced clock, event, stream or synchronisation function, or any function of ours,
+fails the evaluation ("timer_patched"); another replaced torch function is flagged
+("torch_patched", suspect). Either way the originals are put back and the runner is replaced. Python threads and child processes that were not there before the
 evaluation mean work still running after the solution returned ("background_work"): they are
 killed with the runner.
 
@@ -31,6 +32,22 @@ _OUR_MODULES = (
 )
 _FLAG_PATCHED = "timer_patched"
 _FLAG_BACKGROUND = "background_work"
+_FLAG_TORCH = "torch_patched"
+# replacing any of these fails the evaluation: the clocks, events, streams and synchronisation the
+# harness times with, and our own modules; other torch functions are flagged
+_CRITICAL_PREFIXES = ("time.", "torch.cuda.Event.", "torch.cuda.Stream.")
+_CRITICAL_TORCH_CUDA = {
+    "synchronize", "Event", "Stream", "current_stream", "default_stream", "set_stream", "stream", "_sleep",
+    "_lazy_init", "device", "set_device", "current_device", "mem_get_info", "empty_cache",
+}
+
+
+def _critical(name: str) -> bool:
+    if name.startswith(_CRITICAL_PREFIXES):
+        return True
+    if name.startswith("torch.cuda."):
+        return name[len("torch.cuda."):] in _CRITICAL_TORCH_CUDA
+    return not name.startswith("torch")  # our modules
 
 
 def _public_callables(owner: Any, prefix: str, out: Dict[str, Tuple[Any, str, Any]], private: bool = False) -> None:
@@ -140,8 +157,18 @@ class Guard:
         extra = result.get("extra") if isinstance(result.get("extra"), dict) else {}
         flags: List[str] = list(extra.get("flags") or [])
         notes: List[str] = list(extra.get("notes") or [])
-        patched = list(dict.fromkeys(getattr(self, "after_load", []) + self.replaced()))
+        replaced = list(dict.fromkeys(getattr(self, "after_load", []) + self.replaced()))
         self.after_load = []
+        patched = [n for n in replaced if _critical(n)]
+        other = [n for n in replaced if not _critical(n)]
+        if other:
+            # torch ops the solution replaced: later evaluations in this process (their references
+            # included) would run them, so the runner is replaced; the result is suspect
+            self.restore()
+            flags.append(_FLAG_TORCH)
+            notes.append(f"torch_patched: the solution replaced {', '.join(other[:8])}; restored, runner replaced")
+            result["healthy"] = False
+            result["unhealthy_reason"] = "the solution replaced torch functions"
         if patched or _FLAG_PATCHED in flags:
             self.restore()
             what = ", ".join(patched[:8]) + (" ..." if len(patched) > 8 else "") if patched else "timing functions"
@@ -171,7 +198,7 @@ class Guard:
             flags = list(dict.fromkeys(flags))
             extra["flags"] = flags
             extra["notes"] = notes
-            extra["suspect"] = bool(extra.get("suspect")) or _FLAG_PATCHED in flags or _FLAG_BACKGROUND in flags
+            extra["suspect"] = bool(extra.get("suspect")) or bool({_FLAG_PATCHED, _FLAG_BACKGROUND, _FLAG_TORCH} & set(flags))
             result["extra"] = extra
             if result.get("status") != "PASSED" and notes:
                 result["message"] = (result.get("message") or "").rstrip() + "\n" + "\n".join(n for n in notes if n.startswith("background_work"))
