@@ -91,7 +91,14 @@ def prepare(
             ns.set_subreaper()
         except OSError as e:
             _STATE["notes"]["subreaper"] = e.strerror
-    if ll.abi_version() > 0:
+    gpu_runner = os.environ.get("CUDA_VISIBLE_DEVICES", None) != ""
+    if gpu_runner and ll.abi_version() > 0:
+        # On the H100 machine a runner restricted before CUDA init failed cudaGetDeviceCount
+        # (error 304): the driver reads and opens more than the policy allows at init. CUDA
+        # runners therefore get their filesystem rules in confine(), after CUDA is up.
+        _STATE["notes"]["landlock"] = "deferred until after CUDA init"
+        _STATE["defer_landlock"] = True
+    elif ll.abi_version() > 0:
         try:
             rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], _STATE["log_dir"], [roofline])
             info = rs.apply()
@@ -191,7 +198,16 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
             limits["gpu_memory_fraction"] = frac
         applied["private_dirs"] = _STATE.get("private_dirs") or _private_dirs(scratch_dir)
         os.environ["FIB_SANDBOX_SCRATCH"] = str(scratch_dir)  # compile.load copies caches it must write here
-        if "landlock" in layers:
+        if _STATE.get("defer_landlock"):
+            st = _STATE
+            try:
+                rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"])
+                info = rs.apply()
+                layers.append("landlock")
+                notes["landlock"] = {**info, **ll.describe_rules(rs), "applied": "after CUDA init"}
+            except OSError as e:
+                notes["landlock"] = f"failed after CUDA init: {e}"
+        elif "landlock" in layers:
             st = _STATE
             try:
                 build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"]).apply()
