@@ -4,13 +4,15 @@ RLIMIT_NPROC does not bind root (the kernel exempts uid 0, also inside a user na
 uid 0 to itself), so where the runner runs as root the cap comes from the pids controller: the
 runner's shim (still root in the initial namespaces) makes `<its pids cgroup>/fib-runner-<pid>`,
 writes `pids.max` and moves itself in before it forks the runner; everything below inherits it.
-When the runner is gone the shim moves out and removes the group; groups left by shims that were
-killed are removed by the next runner (rmdir only succeeds on an empty group). cgroup v1 (a
+When the runner is gone the shim moves out, kills what is still in the group (daemonised children of
+a runner without a pid namespace) and removes it; groups of shims that were killed are cleaned the
+same way by the next runner. cgroup v1 (a
 `pids` hierarchy) and v2 (`pids` enabled for our cgroup's children) are both tried.
 """
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Optional, Tuple
@@ -62,14 +64,44 @@ def _write(path: Path, text: str) -> None:
         f.write(text)
 
 
+def _kill_members(group: Path) -> None:
+    """SIGKILL every process still in `group` (what a runner left: daemonised children)."""
+    try:
+        pids = [int(x) for x in (group / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        if pid != os.getpid():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def _owner_alive(group: Path) -> bool:
+    try:
+        os.kill(int(group.name[len(PREFIX):]), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def remove_stale(base: Path) -> int:
+    """Remove the groups of runners whose shim is gone, killing what they left running."""
     n = 0
     for d in base.glob(PREFIX + "*"):
-        try:
-            d.rmdir()
-            n += 1
-        except OSError:
+        if _owner_alive(d):
             continue
+        _kill_members(d)
+        for _ in range(20):
+            try:
+                d.rmdir()
+                n += 1
+                break
+            except OSError:
+                time.sleep(0.01)
     return n
 
 
@@ -106,6 +138,7 @@ def leave_and_remove(group: Optional[Path]) -> None:
         _write(group.parent / "cgroup.procs", str(os.getpid()))
     except OSError:
         return
+    _kill_members(group)  # without a pid namespace (CUDA runners), daemonised children are still here
     # the namespace's last processes are reaped by the system's init a moment after ours died
     for _ in range(100):
         try:
