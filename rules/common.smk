@@ -37,6 +37,14 @@ wildcard_constraints:
     uuid="[^/]+",
 
 
+THIN_CLIENT_CMD = f"{sys.executable} {Path(workflow.basedir) / 'flashinfer_bench' / 'pipeline' / 'thin_client.py'}"
+if not Path(THIN_CLIENT_CMD.split(" ", 1)[1]).exists():  # installed wheel: the package holds it
+    import flashinfer_bench.pipeline as _pl
+
+    THIN_CLIENT_CMD = f"{sys.executable} {Path(_pl.__file__).parent / 'thin_client.py'}"
+CACHE_DIR = config.get("cache_dir") or ""
+
+
 def rel(path):
     """Dataset-relative paths in params: moving the dataset directory re-runs nothing."""
     return str(Path(path).relative_to(DATASET))

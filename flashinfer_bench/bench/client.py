@@ -23,6 +23,7 @@ from typing import Any, Dict, Iterator, Optional, Tuple, Union
 from ..data import Definition, Solution, Trace, Workload
 from ..env import cache_path
 from .assemble import assemble_trace, environment
+from .addressing import WorkerUnavailable, code_fingerprint, device_slug, physical_gpu, resolve_device, worker_paths  # noqa: F401
 from .config import EvalConfig
 from .loader import build_to_dict
 from .protocol import ConnectionClosed, recv_msg, send_msg
@@ -30,79 +31,8 @@ from .protocol import ConnectionClosed, recv_msg, send_msg
 _PKG = Path(__file__).resolve().parent.parent
 
 
-class WorkerUnavailable(RuntimeError):
-    pass
-
-
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """Hash of the code a worker runs (bench, compile, data) and of the interpreter."""
-    h = hashlib.sha256(sys.executable.encode())
-    for sub in ("bench", "compile", "data"):
-        for p in sorted((_PKG / sub).rglob("*.py")):
-            h.update(str(p.relative_to(_PKG)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
-
-
-def resolve_device(device: str) -> str:
-    """'auto' -> 'cuda:0' when an NVIDIA GPU is visible (checked without importing torch), else 'cpu'."""
-    d = device.strip().lower()
-    if d == "cuda":
-        return "cuda:0"
-    if d != "auto":
-        return d
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None and vis.strip() in ("", "-1"):
-        return "cpu"
-    gpus = Path("/proc/driver/nvidia/gpus")
-    if gpus.is_dir() and any(gpus.iterdir()):
-        return "cuda:0"
-    return "cpu"
-
-
-def physical_gpu(device: str) -> Tuple[str, int]:
-    """(CUDA_VISIBLE_DEVICES entry, index) of the GPU that `cuda:N` names in this process.
-
-    Jobs that each see one GPU through their own CUDA_VISIBLE_DEVICES all call it cuda:0; the
-    worker is per physical GPU, so they never share one by mistake.
-    """
-    n = int(device.split(":", 1)[1]) if ":" in device else 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible not in (None, ""):
-        ids = [x.strip() for x in visible.split(",") if x.strip()]
-        if n >= len(ids):
-            raise WorkerUnavailable(f"{device} is not among CUDA_VISIBLE_DEVICES={visible}")
-        phys = ids[n]
-    else:
-        phys = str(n)
-    return phys, (int(phys) if phys.isdigit() else n)
-
-
-def device_slug(device: str) -> str:
-    """'cpu', or 'gpu<physical id>' for a CUDA device."""
-    if device == "cpu":
-        return "cpu"
-    phys, _ = physical_gpu(device)
-    return "gpu" + re.sub(r"[^a-z0-9]+", "", phys.lower()).removeprefix("gpu")[:24]
-
-
 def worker_dir(config: EvalConfig) -> Path:
     return Path(config.worker_dir) if config.worker_dir else cache_path() / "workers"
-
-
-def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
-    slug = device_slug(device)
-    wid = f"{slug}-{code_fingerprint()[:12]}"
-    sock = wdir / f"{wid}.sock"
-    if len(str(sock)) > 100:  # AF_UNIX path limit
-        short = hashlib.sha256(str(sock).encode()).hexdigest()[:16]
-        sock = Path("/tmp") / f"fib-{os.getuid()}-{short}.sock"
-    return {
-        "socket": sock, "lock": wdir / f"{wid}.lock", "log": wdir / f"{wid}.log", "id": Path(wid),
-        # one measurement at a time on a device, also across worker versions
-        "measure_lock": wdir / f"{slug}.measure.lock",
-    }
 
 
 def _connect(path: Path, timeout: float = 5.0) -> socket.socket:

@@ -1,0 +1,143 @@
+"""The benchmark job: hand one (solution, workload) to the device's warm worker, write its trace.
+
+Run as a file (`python .../thin_client.py ...`, from the rule's `shell:`), not as a module of the
+package: importing `flashinfer_bench` pulls in pydantic, and Snakemake's `script:` wrapper imports
+snakemake; together about 0.8 s a job, more than most measurements take. This file needs only
+the standard library and two stdlib-only modules of ours, loaded by path: the worker's address
+(`bench/addressing.py`) and its wire format (`bench/protocol.py`); the worker validates the
+request and assembles the trace. Anything off the fast path (no worker running yet, a failed
+build, a worker that does not answer) goes to the full client, `pipeline.jobs.benchmark_job`,
+which starts the worker and turns every failure into a trace.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _write_atomic(path: str, text: str) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, p)
+
+
+def _progress(trace: dict, wall: float) -> str:
+    ev = trace.get("evaluation") or {}
+    what = f"{trace.get('solution')} x {trace.get('workload', {}).get('uuid')}"
+    perf = ev.get("performance")
+    if ev.get("status") == "PASSED" and perf:
+        return (f"{what}: PASSED {perf['latency_ms'] * 1e3:.2f} us (reference {perf['reference_latency_ms'] * 1e3:.2f} us, "
+                f"{perf['speedup_factor']:.2f}x) [{wall:.2f} s]")
+    last = (ev.get("log") or "").strip().splitlines()
+    return f"{what}: {ev.get('status')}{': ' + last[-1][:160] if last else ''} [{wall:.2f} s]"
+
+
+def fast_path(a: argparse.Namespace, dataset: Path, device: str) -> dict | None:
+    """The trace dict from a running worker, or None to take the full path."""
+    build = json.loads(Path(a.build).read_text())
+    if build.get("status") != "OK":
+        return None
+    addressing = _load("_fib_addressing", _PKG / "bench" / "addressing.py")
+    protocol = _load("_fib_protocol", _PKG / "bench" / "protocol.py")
+    evaluation = json.loads(a.evaluation)
+    wdir = Path(evaluation.get("worker_dir") or a.worker_dir)
+    sock_path = addressing.worker_paths(device, wdir)["socket"]
+    import socket
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5.0)
+        s.connect(str(sock_path))
+        s.settimeout(None)
+    except OSError:
+        s.close()
+        return None
+    config = {**evaluation, "device": device, "worker_dir": str(wdir)}
+    if a.cache_dir:
+        config.setdefault("cache_dir", a.cache_dir)
+    req = {
+        "definition": json.loads((dataset / a.definition_file).read_text()),
+        "solution_name": json.loads((dataset / a.solution_file).read_text())["name"],
+        "workload": json.loads(a.workload),
+        "build": build,
+        "config": config,
+        "dataset_root": str(dataset),
+    }
+    try:
+        protocol.send_msg(s, {"op": "evaluate", "request": req})
+        msg = protocol.recv_msg(s, timeout=24 * 3600)
+        if msg.get("event") != "started":
+            return None
+        msg = protocol.recv_msg(s, timeout=float(config.get("timeout_s", 300)) + 420)
+    except (OSError, protocol.ConnectionClosed, TimeoutError):
+        return None  # the full path re-asks a fresh worker and records what happened
+    finally:
+        s.close()
+    if msg.get("event") != "result":
+        return None
+    return json.loads(msg["trace"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    for name in ("build", "out", "definition-file", "solution-file", "workload", "evaluation", "device", "dataset", "log"):
+        ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--cache-dir", default="")
+    ap.add_argument("--worker-dir", default="")
+    a = ap.parse_args()
+    t0 = time.perf_counter()
+    dataset = Path(a.dataset).resolve()
+    if not a.worker_dir:
+        env = os.environ.get("FIB_WORKER_DIR")
+        cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+        a.worker_dir = env or f"/tmp/fib-workers-{os.getuid()}" + (f"-cvd{cvd.replace(',', '_')}" if cvd else "")
+    if a.device.startswith("cuda"):
+        slots = _load("_fib_gpu_slots", _PKG / "pipeline" / "gpu_slots.py")
+        with slots.gpu_slot() as dev:
+            trace = fast_path(a, dataset, dev)
+    else:
+        trace = fast_path(a, dataset, "cpu")
+    if trace is None:  # the full client: starts the worker, turns every failure into a trace
+        sys.path.insert(0, str(_PKG.parent))
+        from flashinfer_bench.pipeline.jobs import benchmark_job
+
+        evaluation = json.loads(a.evaluation)
+        evaluation.setdefault("worker_dir", a.worker_dir)
+        benchmark_job(
+            build_json=a.build, out=a.out, definition_file=str(dataset / a.definition_file),
+            solution_file=str(dataset / a.solution_file), workload_json=a.workload,
+            evaluation_json=json.dumps(evaluation), device=a.device, dataset=str(dataset),
+            cache_dir=a.cache_dir or None, log=a.log,
+        )
+        return 0
+    _write_atomic(a.out, json.dumps(trace) + "\n")
+    line = _progress(trace, time.perf_counter() - t0)
+    Path(a.log).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.log).write_text(line + "\n")
+    print(f"[flashinfer-bench] {line}", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
