@@ -39,12 +39,12 @@ for s in "$@"; do
     gputests-k) step gputests 140 python3 -m pytest -m gpu -q -p no:cacheprovider tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security ;;
     compile) step compile 300 python3 benchmarks/compile_gpu_check.py ;;
     anchor) step anchor 120 python3 benchmarks/anchor_vs_ncu.py --dataset shared/anchor-dataset --max-time-s 0.35 ;;
-    pipeline) step pipeline 230 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;
+    pipeline) step pipeline 170 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;
     apply) step apply 60 python3 benchmarks/apply_overhead.py --device cuda --upstream-path /tmp/fib012 ;;
     tracing) step tracing 60 python3 benchmarks/tracing_overhead.py --device cuda ;;
     cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
     confine) step confine 400 python3 benchmarks/confinement_overhead.py shared/anchor-dataset ;;
-    multigpu) step multigpu 500 python3 benchmarks/multi_gpu.py ;;
+    multigpu) step multigpu 230 python3 benchmarks/multi_gpu.py --batches 40 ;;
     *) echo "unknown step $s" ;;
   esac
 done
