@@ -24,4 +24,4 @@ rule benchmark:
         "{THIN_CLIENT_CMD} --build {input.build:q} --out {output:q} --log {log:q}"
         " --definition-file {params.definition_file:q} --solution-file {params.solution_file:q}"
         " --workload {params.workload:q} --evaluation {params.evaluation:q} --device {params.device}"
-        " --dataset {config[dataset]:q} --cache-dir {CACHE_DIR:q}"
+        " --dataset {config[dataset]:q} --cache-dir='{CACHE_DIR}'"
