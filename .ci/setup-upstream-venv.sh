@@ -8,4 +8,4 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q --upgrade pip
 "$venv/bin/pip" install -q torch==2.13.0
 "$venv/bin/pip" install -q --no-deps flashinfer-bench==0.1.2
-"$venv/bin/pip" install -q pydantic safetensors docstring-parser
+"$venv/bin/pip" install -q pydantic safetensors docstring-parser numpy
