@@ -49,6 +49,13 @@ def slurm_cluster():
     assert not leaked, f"SLURM jobs left active after the tests: {sorted(leaked)}"
 
 
+# The real pipeline's SLURM test (tests/test_slurm_pipeline.py) covers grouping and sbatch; these two
+# toy checks (distinct GPUs for parallel ungrouped jobs, cleanup after a timeout) add ~2 minutes,
+# so they run when FIB_TEST_SLURM_EXTENDED=1.
+extended = pytest.mark.skipif(os.environ.get("FIB_TEST_SLURM_EXTENDED") != "1",
+                              reason="extended SLURM checks: set FIB_TEST_SLURM_EXTENDED=1")
+
+
 def _toy(tmp_path: Path, extra=(), env=None, timeout=RUN_TIMEOUT) -> SlurmRun:
     return run_snakemake_slurm(TOY_SNAKEFILE, tmp_path / "wd", list(extra), env=env, timeout=timeout)
 
@@ -103,6 +110,7 @@ def test_toy_dag_grouped(slurm_cluster, tmp_path):
     assert len(run.job_ids) == n_sol + 1                # n compiles + 1 group
 
 
+@extended
 def test_toy_dag_ungrouped(slurm_cluster, tmp_path):
     """FIB_SLURM_BENCH_GROUP=0: one sbatch per benchmark job; concurrent ones get distinct GPUs."""
     n_sol, n_wl = 1, 4
@@ -121,6 +129,7 @@ def test_toy_dag_ungrouped(slurm_cluster, tmp_path):
                 assert d1 != d2, spans
 
 
+@extended
 def test_timeout_cleans_up(slurm_cluster, tmp_path):
     """A run killed on timeout leaves no SLURM job behind (a SIGTERM'd Snakemake would linger)."""
     run = _toy(tmp_path, ["--config", "n_sol=1", "n_wl=2", "bench_sleep=300"],
