@@ -12,28 +12,14 @@ import pytest
 
 from flashinfer_bench.data import TraceSet
 from tests.pipeline.harness import REPO, SHARED_WORKERS, run_pipeline
-from tests.slurm_toy.runner import active_jobs, plugin_available, run_snakemake_slurm, slurm_available
+from tests.slurm_toy.runner import run_snakemake_slurm
+from tests.test_slurm_cluster import slurm_cluster  # noqa: F401  (the cluster fixture)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 # a slice of the example dataset that runs in about a minute on a 2-core CPU
 SELECT = {"definitions": ["rmsnorm_d4096"], "solutions": ["rmsnorm_torch", "rmsnorm_triton", "rmsnorm_cuda"]}
 CPU_EVAL = {"warmup_runs": 1, "iterations": 3, "num_trials": 1, "max_time_s": 0.05, "timeout_s": 120}
-
-
-@pytest.fixture(scope="module")
-def slurm_cluster():
-    if os.environ.get("FIB_TEST_SLURM") != "1":
-        pytest.skip("SLURM tests disabled: set FIB_TEST_SLURM=1 after running .ci/slurm-up.sh")
-    ok, why = slurm_available()
-    if not ok:
-        pytest.skip(f"SLURM controller not reachable: {why}")
-    ok, why = plugin_available()
-    if not ok:
-        pytest.skip(why)
-    before = set(active_jobs())
-    yield
-    assert not (set(active_jobs()) - before), "SLURM jobs left active"
 
 
 def _dataset(root: Path) -> Path:
