@@ -1,14 +1,13 @@
 """This device's name as the evaluator records it in `evaluation.environment.hardware`.
 
 apply() only trusts traces measured on the hardware it runs on, so the two must spell the name
-the same way. The evaluator's helper is used when flashinfer_bench.bench provides one; the local
-definition below is the single fallback (torch's CUDA device name, or "CPU " + the model name).
+the same way. Both sides use torch's CUDA device name, or "CPU " + bench.environment.cpu_model_name().
 """
 from __future__ import annotations
 
-import platform
-from functools import lru_cache
 from typing import Tuple
+
+from flashinfer_bench.bench.environment import cpu_model_name
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -20,18 +19,6 @@ def resolve_device(device: str = "auto") -> str:
     if device == "cuda":
         device = f"cuda:{torch.cuda.current_device()}"
     return device
-
-
-@lru_cache(maxsize=None)
-def cpu_model_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def _local_hardware_name(device: str) -> str:

@@ -13,6 +13,7 @@ import re
 import socket
 import subprocess
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Dict, Optional
 
 import torch
@@ -120,7 +121,9 @@ def _nvidia_smi(index: int) -> Dict[str, Any]:
     return out
 
 
-def _cpu_model() -> str:
+@lru_cache(maxsize=None)
+def cpu_model_name() -> str:
+    """The CPU part of `hardware` ("CPU " + this); apply() matches traces by the same string."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -190,7 +193,7 @@ class DeviceEnvironment:
                     self.clock_source = "nvidia-smi (once per worker)"
         else:
             self.static.update(
-                hardware=f"CPU {_cpu_model()}", device="cpu", device_index=0, cpu_count=os.cpu_count(),
+                hardware=f"CPU {cpu_model_name()}", device="cpu", device_index=0, cpu_count=os.cpu_count(),
                 torch_threads=torch.get_num_threads(),
             )
         self.static["libs"] = libs
