@@ -43,6 +43,17 @@ def _count_traces(ds: Path) -> int:
     return sum(len(f.read_text().splitlines()) for f in (ds / "traces").rglob("*.jsonl")) if (ds / "traces").is_dir() else 0
 
 
+def _print_failures(ds: Path) -> None:
+    """The message of every trace that did not pass (compile errors aside): what to fix."""
+    for f in sorted((ds / "traces").rglob("*.jsonl")):
+        for line in f.read_text().splitlines():
+            t = json.loads(line)
+            ev = t.get("evaluation") or {}
+            if ev.get("status") not in ("PASSED", "COMPILE_ERROR"):
+                log = (ev.get("log") or "").strip().splitlines()
+                print(f"  {t['solution']} {t['workload']['axes']} {ev.get('status')}: {' | '.join(log[-6:])[:1500]}")
+
+
 def _benchmark(ds: Path, how: str, results: Path, extra: Sequence[str]) -> float:
     t0 = time.perf_counter()
     if how == "pipeline":
@@ -104,6 +115,7 @@ def main(argv: Sequence[str] = ()) -> int:
     report["bench_s"] = _benchmark(ds, args.bench, work / "results", args.pipeline_args)
     n1 = _count_traces(ds)
     print(f"[3] benchmarked: {n1} traces in {report['bench_s']:.1f} s")
+    _print_failures(ds)
 
     with fb.enable_tracing(dataset_dir=ds) as tr2:
         tm.run(model, tm.inputs(tokens + [args.extra_tokens], "cuda"))

@@ -282,6 +282,12 @@ class Supervisor:
                    "implausible result from the runner, not trusted: " + "; ".join(problems))
             return trace("RUNTIME_ERROR", why, out)
         r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
+        suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
+        if suspicion:
+            extra = result.setdefault("extra", {})
+            extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), "below_roofline_floor", "implausible_latency"]))
+            extra["suspect"] = True
+            extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + suspicion]
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)

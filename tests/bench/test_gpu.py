@@ -67,9 +67,11 @@ def test_redteam_on_gpu(name: str, cuda_config) -> None:
 
 def test_timer_patch_and_reference_calls_on_gpu(cuda_config) -> None:
     d = rms_definition(4096, name="rmsnorm_gpu_redteam")
+    # a solution that replaces timing functions fails, naming them (sandbox.guard, issue 9)
     t = _eval("redteam_timer_patch", (REDTEAM / "timer_patch.py").read_text(), d, cuda_config)
-    assert t.evaluation.status.value == "PASSED" and "timer_patched" in _flags(t)
-    assert t.evaluation.performance.latency_ms > 1e-3
+    assert t.evaluation.status.value == "RUNTIME_ERROR", t.evaluation.log
+    assert "timer_patched" in t.evaluation.log and "time.perf_counter" in t.evaluation.log
+    assert t.evaluation.performance is None
     t = _eval("redteam_calls_reference", (REDTEAM / "calls_reference.py").read_text(), d, cuda_config, batch=2048)
     assert t.evaluation.status.value == "PASSED"
     assert t.evaluation.performance.speedup_factor < 1.15, t.evaluation.performance
@@ -130,9 +132,26 @@ def test_time_below_the_physical_floor_is_flagged(cuda_config) -> None:
     ev = t.evaluation
     assert ev.status.value == "PASSED", ev.log
     assert "below_roofline_floor" in ev.correctness.extra["flags"] and ev.correctness.extra["suspect"]
+    assert "implausible_latency" in ev.correctness.extra["flags"], "the supervisor's own floor check"
 
 
 def test_worker_survives_and_reports_environment(cuda_config) -> None:
     info = ping_worker("cuda:0", cuda_config, spawn=True)
     assert info and info["env"]["hardware"].startswith("NVIDIA")
     assert info["env"]["sm_count"] > 0 and info["env"]["l2_bytes"] > 0
+
+
+def test_triton_kernel_jit_compiled_in_the_confined_runner(cuda_config) -> None:
+    """A shape whose Triton config the build did not warm up is compiled at run time inside the
+    confined runner (cache copy in scratch, ptxas and the launcher's C compiler run there)."""
+    repo = Path(__file__).resolve().parents[2]
+    ts = TraceSet.from_path(repo / "dataset")
+    definition = ts.definitions["gemm_n4096_k4096"]
+    sol = next(s for s in ts.solutions_for("gemm_n4096_k4096") if s.name == "gemm_triton")
+    build = build_solution(sol, definition, Path(cuda_config.cache_dir))
+    for m in (64, 512):
+        wl = ts.workloads_for("gemm_n4096_k4096")[0].workload.model_copy(deep=True)
+        wl.axes["M"] = m
+        wl.uuid = f"jit-m{m}"
+        t = evaluate_via_worker(definition, sol, wl, build, cuda_config)
+        assert t.evaluation.status.value == "PASSED", (m, t.evaluation.log)

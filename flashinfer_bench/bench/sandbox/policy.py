@@ -111,7 +111,9 @@ def build_ruleset(
     rs.allow(["/dev"], ll.READ_DIR)
     rs.allow(DEV_RW + sorted(glob.glob("/dev/nvidia*")), ll.READ_FILE | ll.WRITE_FILE | ll.IOCTL_DEV)
     rs.allow(["/dev/shm"], ll.READ | ll.WRITE)
-    rs.allow([scratch], ll.READ | ll.WRITE)
+    # REFER: renames between directories of scratch (Triton's cache moves a compiled kernel from
+    # its temp dir into place; without it Landlock answers EXDEV)
+    rs.allow([scratch], ll.READ | ll.WRITE | ll.REFER)
     if log_dir is not None:
         rs.allow([log_dir], ll.WRITE_PLAIN)
     rs.allow(list(extra_writable), ll.READ | ll.WRITE_PLAIN)
