@@ -23,11 +23,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
+LOG_DIR = Path(os.environ.get("OUT", "/tmp"))
+_N_RUNS = [0]
+
+
 def run(cmd, env=None, cwd=None, timeout=900):
+    """Run and keep a timeline: every output line with its offset, in $OUT/pipeline-run-N.log."""
     print(f"[{time.strftime('%X')}] {' '.join(map(str, cmd))[:160]}", flush=True)
+    _N_RUNS[0] += 1
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(f"+{time.perf_counter() - t0:7.2f}s {line.rstrip()}")
+    proc.wait(timeout=timeout)
     wall = time.perf_counter() - t0
+    (LOG_DIR / f"pipeline-run-{_N_RUNS[0]}.log").write_text(" ".join(map(str, cmd)) + "\n" + "\n".join(lines) + "\n")
+    out = "\n".join(lines)
+    p = subprocess.CompletedProcess(cmd, proc.returncode, out, "")
     print(f"    -> rc {p.returncode} in {wall:.1f} s", flush=True)
     if p.returncode != 0:
         print(f"FAILED ({p.returncode}): {' '.join(map(str, cmd))}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}", flush=True)
