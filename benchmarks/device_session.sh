@@ -39,7 +39,7 @@ for s in "$@"; do
     gputests-k) step gputests 290 python3 -m pytest -m gpu -q -rfE --durations=15 -p no:cacheprovider tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security ;;
     gputests-focus) step gputests-focus 200 python3 -m pytest -m gpu -v -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "timer_patch or physical_floor or jit_compiled" ;;
     gputests-files) for f in tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security; do
-        step "gpu-$(basename $f .py)" 200 python3 -m pytest -m gpu -q -rfE --tb=short --durations=8 -p no:cacheprovider $f; done ;;
+        step "gpu-$(echo ${f%.py} | tr / _)" 200 python3 -m pytest -m gpu -q -rfE --tb=short --durations=8 -p no:cacheprovider $f; done ;;
     compile) step compile 300 python3 benchmarks/compile_gpu_check.py ;;
     anchor) step anchor 120 python3 benchmarks/anchor_vs_ncu.py --dataset shared/anchor-dataset --max-time-s 0.35 ;;
     pipeline) step pipeline 170 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;

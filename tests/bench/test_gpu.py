@@ -89,7 +89,9 @@ def test_anchor_dataset_is_correct_ranked_and_under_the_roofline(anchor_dataset:
                 assert ev.status.value == "PASSED", (sol.name, wl.workload.uuid, ev.log)
                 x = ev.correctness.extra
                 assert x["timer"] == "cuda_event" and x["gate_mode"] == "gated", x
-                assert x["pct_of_peak_bw"] < 110, x
+                # above 100% happens at mid sizes: up to ~50 MB of output writes sit in L2 when the
+                # kernel ends (the peak is a 512 MB copy); far above it is a wrong byte count
+                assert x["pct_of_peak_bw"] < 125, x
                 assert "below_roofline_floor" not in x["flags"]
                 lat[(sol.name, wl.workload.axes["batch_size"])] = ev.performance.latency_ms
     for batch in (1, 8, 32, 128, 512, 2048, 8192):
