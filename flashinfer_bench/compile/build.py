@@ -23,6 +23,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..data import Definition, Solution
 from . import keys
 from . import toolchain as tc
+from . import zygote
 from .cache import ArtifactCache, default_cache_dir
 from .builders.common import RESULT
 from .messages import cap, relativise
@@ -191,6 +192,13 @@ def _run_child(
     job_path = control / "job.json"
     job_path.write_text(json.dumps(job), encoding="utf-8")
     log_path = control / "build.log"
+    forked = zygote.run_build_child(job_path, tmp, _child_env(tmp), log_path, timeout_s)
+    if forked is not None:
+        rc, timed_out = forked
+        if timed_out:
+            return COMPILE_ERROR, f"the build timed out after {timeout_s:g} s", _read_log(log_path, src), {}
+        status, message, log, info = _child_result(control, rc, log_path, src)
+        return status, message, log, {**info, "build_process": "zygote_fork"}
     cmd = [sys.executable, "-m", "flashinfer_bench.compile.child", str(job_path)]
     with open(log_path, "wb") as log_f:
         proc = subprocess.Popen(
@@ -205,6 +213,10 @@ def _run_child(
         except BaseException:
             _kill_tree(proc)
             raise
+    return _child_result(control, rc, log_path, src)
+
+
+def _child_result(control: Path, rc: int, log_path: Path, src: Path) -> Tuple[str, str, str, Dict[str, Any]]:
     log = _read_log(log_path, src)
     try:
         res = json.loads((control / RESULT).read_text(encoding="utf-8"))

@@ -1,0 +1,264 @@
+"""A build zygote: a process that has imported torch once and forks a fresh build child per build.
+
+Every build runs its solution's import and warm-up in a child process (`compile/child.py`), and
+most of a child's wall time was Python importing torch (about 5 s on the H100 machine, a Triton
+build 6-8 s in all). The zygote imports torch (and nothing that touches CUDA) once; each build is
+then a `fork()` whose child starts with torch in memory, initialises CUDA itself if it needs it,
+and runs `child.main` exactly as a spawned child would: own session, own working directory,
+environment and log file. The zygote waits for it and sends the exit status back; if the
+requesting process disappears first, the zygote kills the child's process group.
+
+Opt-in: `FIB_BUILD_ZYGOTE=1` (the pipeline sets it and starts the zygote with the workflow, so
+its import overlaps Snakemake's own start-up). Without a running zygote a build spawns its child
+as before. The zygote exits after `IDLE_S` without a request. One zygote per interpreter, search
+path and package code (the socket's name hashes them), so an edited package never serves builds
+with stale code.
+
+    python -m flashinfer_bench.compile.zygote --socket PATH      # (started by `ensure_started`)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+IDLE_S = 600.0
+_PKG = Path(__file__).resolve().parent.parent
+_HDR = struct.Struct("!I")
+
+
+def enabled() -> bool:
+    return os.environ.get("FIB_BUILD_ZYGOTE", "").strip().lower() in ("1", "true", "yes") and hasattr(os, "fork")
+
+
+def socket_path() -> Path:
+    h = hashlib.sha256(sys.executable.encode())
+    h.update(os.environ.get("PYTHONPATH", "").encode())
+    for p in sorted(_PKG.rglob("*.py")):
+        h.update(str(p.relative_to(_PKG)).encode())
+        h.update(p.read_bytes())
+    base = Path(os.environ.get("FIB_ZYGOTE_DIR") or f"/tmp/fib-build-zygote-{os.getuid()}")
+    return base / f"{h.hexdigest()[:16]}.sock"
+
+
+def _send(sock: socket.socket, obj: Dict) -> None:
+    data = json.dumps(obj).encode()
+    sock.sendall(_HDR.pack(len(data)) + data)
+
+
+def _recv(sock: socket.socket) -> Optional[Dict]:
+    head = b""
+    while len(head) < _HDR.size:
+        chunk = sock.recv(_HDR.size - len(head))
+        if not chunk:
+            return None
+        head += chunk
+    (n,) = _HDR.unpack(head)
+    body = b""
+    while len(body) < n:
+        chunk = sock.recv(n - len(body))
+        if not chunk:
+            return None
+        body += chunk
+    return json.loads(body)
+
+
+# ---------------------------------------------------------------------------------- client side
+def ensure_started() -> None:
+    """Start a zygote in the background when none answers (returns at once)."""
+    if not enabled():
+        return
+    path = socket_path()
+    if _connect(path, timeout=0.5) is not None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = path.with_suffix(".starting")
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        if time.time() - lock.stat().st_mtime < 120:
+            return  # another process is starting it
+        lock.unlink(missing_ok=True)
+        return
+    os.close(fd)
+    subprocess.Popen(
+        [sys.executable, "-m", "flashinfer_bench.compile.zygote", "--socket", str(path)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(path.with_suffix(".log"), "ab"),
+        start_new_session=True, cwd="/",
+    )
+
+
+def _connect(path: Path, timeout: float) -> Optional[socket.socket]:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(path))
+    except OSError:
+        s.close()
+        return None
+    return s
+
+
+def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Path, timeout_s: float) -> Optional[Tuple[int, bool]]:
+    """(return code, timed out) of a build child forked by the zygote; None when no zygote answers.
+
+    The child runs `child.main([.., job_path])` in `cwd` with exactly `env`, its output in
+    `log_path`. On a timeout the zygote kills the child's process group.
+    """
+    if not enabled():
+        return None
+    s = _connect(socket_path(), timeout=1.0)
+    if s is None:
+        ensure_started()
+        return None
+    try:
+        s.settimeout(10.0)
+        _send(s, {"job": str(job_path), "cwd": str(cwd), "env": env, "log": str(log_path)})
+        started = _recv(s)
+        if not started or "pid" not in started:
+            return None
+        s.settimeout(timeout_s)
+        try:
+            done = _recv(s)
+        except socket.timeout:
+            return -signal.SIGKILL, True  # closing the connection makes the zygote kill the child
+        if not done or "rc" not in done:
+            return None
+        return int(done["rc"]), False
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------------------------- zygote side
+def _child(req: Dict, inherited: list) -> None:
+    """In the forked child: become the build child of `req` (never returns)."""
+    rc = 1
+    try:
+        for s in inherited:  # the zygote's listening socket and other builds' connections
+            s.close()
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        os.environ["FIB_BUILD_PARENT_PID"] = str(os.getppid())
+        fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        sys.argv = ["flashinfer_bench.compile.child", req["job"]]
+        sys.path.insert(0, req["cwd"])
+        from . import child
+
+        rc = child.main(sys.argv)
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the build child's own failure: its log says why
+        traceback.print_exc()
+        rc = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(rc)
+
+
+def serve(path: Path) -> None:
+    import torch  # noqa: F401 - the point of the zygote: children start with it imported
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(tmp))
+    srv.listen(64)
+    os.replace(tmp, path)
+    my_inode = os.stat(path).st_ino
+    path.with_suffix(".starting").unlink(missing_ok=True)
+    sel = selectors.DefaultSelector()
+    sel.register(srv, selectors.EVENT_READ)
+    running: Dict[int, socket.socket] = {}  # child pid -> the connection waiting for it
+    last = time.monotonic()
+    try:
+        while True:
+            for key, _ in sel.select(timeout=0.2):
+                if key.fileobj is srv:
+                    conn, _ = srv.accept()
+                    conn.settimeout(10.0)
+                    req = _recv(conn)
+                    if not req:
+                        conn.close()
+                        continue
+                    pid = os.fork()
+                    if pid == 0:
+                        _child(req, [srv, *running.values()])
+                    running[pid] = conn
+                    _send(conn, {"pid": pid})
+                    sel.register(conn, selectors.EVENT_READ, pid)
+                    last = time.monotonic()
+                else:  # a waiting client closed its end (killed, or gave up on a timeout)
+                    pid = key.data
+                    sel.unregister(key.fileobj)
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            for pid in list(running):
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done == 0:
+                    continue
+                conn = running.pop(pid)
+                try:
+                    sel.unregister(conn)
+                except (KeyError, ValueError):
+                    pass
+                try:
+                    _send(conn, {"rc": os.waitstatus_to_exitcode(status)})
+                except OSError:
+                    pass
+                conn.close()
+                last = time.monotonic()
+            if not running and time.monotonic() - last > IDLE_S:
+                return
+            try:
+                if os.stat(path).st_ino != my_inode:
+                    return  # replaced by a newer zygote
+            except FileNotFoundError:
+                return  # removed by a cleanup
+    finally:
+        try:
+            if os.stat(path).st_ino == my_inode:
+                path.unlink()
+        except OSError:
+            pass
+        srv.close()
+
+
+def main(argv: Optional[list] = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--socket", required=True)
+    a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    serve(Path(a.socket))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

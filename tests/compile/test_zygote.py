@@ -1,0 +1,60 @@
+"""Builds forked from the build zygote behave like spawned ones: results, errors, timeouts, logs."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from flashinfer_bench.compile import COMPILE_ERROR, OK, build, zygote
+
+from .helpers import PY_ADD, VADD, solution
+
+
+@pytest.fixture(scope="module")
+def running_zygote(tmp_path_factory: pytest.TempPathFactory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FIB_BUILD_ZYGOTE", "1")
+    mp.setenv("FIB_ZYGOTE_DIR", str(tmp_path_factory.mktemp("zyg")))
+    zygote.ensure_started()
+    deadline = time.monotonic() + 120
+    while zygote._connect(zygote.socket_path(), 0.5) is None:
+        assert time.monotonic() < deadline, "the zygote did not come up"
+        time.sleep(0.2)
+    yield zygote.socket_path()
+    path = zygote.socket_path()
+    path.unlink(missing_ok=True)  # the zygote exits when its socket is gone
+    mp.undo()
+
+
+def _manifest(r) -> dict:
+    return json.loads((Path(r.artifact_dir) / "manifest.json").read_text())
+
+
+def test_build_is_forked_from_the_zygote_and_loads(running_zygote, cache) -> None:
+    r = build(solution({"main.py": PY_ADD}, "main.py::run"), VADD, cache)
+    assert r.status == OK, r.log
+    assert _manifest(r).get("build_process") == "zygote_fork"
+
+
+def test_errors_and_exits_are_reported_as_from_a_spawned_child(running_zygote, cache) -> None:
+    r = build(solution({"main.py": "import nonexistent_pkg_xyz\n" + PY_ADD}, "main.py::run"), VADD, cache)
+    assert r.status == COMPILE_ERROR and "main.py:1" in r.message and "nonexistent_pkg_xyz" in r.message + r.log
+    r = build(solution({"main.py": "import os\nos._exit(3)\n" + PY_ADD}, "main.py::run"), VADD, cache)
+    assert r.status == COMPILE_ERROR and "exit code 3" in r.message
+
+
+def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
+    marker = cache.parent / f"hang-{os.getpid()}.pid"
+    src = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n" + PY_ADD
+    t0 = time.monotonic()
+    r = build(solution({"main.py": src}, "main.py::run"), VADD, cache, timeout_s=3)
+    assert r.status == COMPILE_ERROR and "timed out after 3 s" in r.message
+    assert time.monotonic() - t0 < 30
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline, "the hanging build child was not killed"
+        time.sleep(0.1)
