@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 IDLE_S = 600.0
+START_WAIT_S = 30.0
 _PKG = Path(__file__).resolve().parent.parent
 _HDR = struct.Struct("!I")
 
@@ -109,6 +110,24 @@ def _connect(path: Path, timeout: float) -> Optional[socket.socket]:
     return s
 
 
+def _wait_for_zygote(path: Path) -> Optional[socket.socket]:
+    """A connection to the zygote, waiting for one that is starting (its start costs what a
+    spawned child's torch import would); None when it does not come up in START_WAIT_S."""
+    s = _connect(path, timeout=1.0)
+    if s is not None:
+        return s
+    ensure_started()
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        s = _connect(path, timeout=1.0)
+        if s is not None:
+            return s
+        if not path.with_suffix(".starting").exists():
+            return None  # the start failed (its log: <socket>.log)
+    return None
+
+
 def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Path, timeout_s: float) -> Optional[Tuple[int, bool]]:
     """(return code, timed out) of a build child forked by the zygote; None when no zygote answers.
 
@@ -117,9 +136,8 @@ def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Pa
     """
     if not enabled():
         return None
-    s = _connect(socket_path(), timeout=1.0)
+    s = _wait_for_zygote(socket_path())
     if s is None:
-        ensure_started()
         return None
     try:
         s.settimeout(10.0)
@@ -256,7 +274,10 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--socket", required=True)
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    serve(Path(a.socket))
+    try:
+        serve(Path(a.socket))
+    finally:
+        Path(a.socket).with_suffix(".starting").unlink(missing_ok=True)
     return 0
 
 
