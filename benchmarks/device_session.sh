@@ -40,13 +40,15 @@ for s in "$@"; do
     gputests-focus) step gputests-focus 200 python3 -m pytest -m gpu -v -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "timer_patch or physical_floor or jit_compiled" ;;
     gputests-files) for f in tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security; do
         step "gpu-$(echo ${f%.py} | tr / _)" 200 python3 -m pytest -m gpu -q -rfE --tb=short --durations=8 -p no:cacheprovider $f; done ;;
+    gputests-bench) step gpu-bench 240 python3 -m pytest -m gpu -q -rfE --tb=short --durations=5 -p no:cacheprovider tests/bench/test_gpu.py tests/compile/test_zygote.py ;;
+    startup) step startup 120 python3 benchmarks/startup_profile.py --dataset shared/anchor-dataset --device cuda ;;
     compile) step compile 300 python3 benchmarks/compile_gpu_check.py ;;
     anchor) step anchor 120 python3 benchmarks/anchor_vs_ncu.py --dataset shared/anchor-dataset --max-time-s 0.35 ;;
     pipeline) step pipeline 170 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;
     apply) step apply 60 python3 benchmarks/apply_overhead.py --device cuda --upstream-path /tmp/fib012 ;;
     tracing) step tracing 60 python3 benchmarks/tracing_overhead.py --device cuda ;;
     cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
-    confine) step confine 400 python3 benchmarks/confinement_overhead.py shared/anchor-dataset ;;
+    confine) step confine 300 python3 benchmarks/confinement_overhead.py shared/anchor-dataset ;;
     multigpu) step multigpu 230 python3 benchmarks/multi_gpu.py --batches 40 ;;
     *) echo "unknown step $s" ;;
   esac
