@@ -27,6 +27,19 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
+# Runs after the DAG is built, before the first job; never in dry runs.
+onstart:
+    from flashinfer_bench.pipeline.prestart import prestart_workers, should_prestart
+
+    # A local GPU run starts the per-GPU workers now (detached), so their start-up overlaps the
+    # compile jobs; a no-op on the CPU and when jobs run elsewhere (SLURM).
+    if should_prestart(config, DEVICE, workflow.local_exec, workflow.dryrun):
+        prestart_workers(DEVICE, CACHE_DIR, log_dir=f"{RESULTS}/logs")
+    # The CPU's one worker: one benchmark job at a time on this machine (unless --resources says).
+    if DEVICE == "cpu" and workflow.local_exec and "cpu_worker" not in workflow.global_resources:
+        workflow.register_resource("cpu_worker", 1)
+
+
 rule all:
     input:
         REPORT_OUTPUTS,

@@ -7,21 +7,19 @@ rule benchmark:
         build=f"{RESULTS}/builds/{{solution}}.json",
     output:
         f"{RESULTS}/traces/{{definition}}/{{solution}}/{{uuid}}.json",
-    log:
-        f"{RESULTS}/logs/benchmark/{{definition}}/{{solution}}/{{uuid}}.log",
+    # no `log:` directive (Snakemake expands it for every job while building the DAG): the thin
+    # client writes results/logs/benchmark/<definition>/<solution>/<uuid>.log (path in params)
     params:
-        workload=lambda wc: PLAN.workloads[wc.definition][wc.uuid],
-        definition_digest=lambda wc: DEF_DIGEST[wc.definition],
-        evaluation=lambda wc: canonical(evaluation_for(config, wc.definition, DEVICE)),
-        device=DEVICE,
-        evaluator=EVALUATOR,
-        solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
-        definition_file=lambda wc: rel(PLAN.definition_files[wc.definition]),
+        # one dict per job from BENCH_PARAMS (computed once at parse time: Snakemake calls every
+        # params function of every job): `args`, the thin client's arguments, shell-quoted
+        # (workload JSON, evaluation settings, dataset-relative definition and solution files,
+        # device, and the job's build/output/log paths), plus what else must re-run the job when
+        # it changes (the definition's digest, the evaluator version)
+        job=benchmark_job_params,
     resources:
-        gpu=1 if DEVICE.startswith("cuda") else 0,
-    # shell + a stdlib-only client (not script:): ~50 ms a job instead of ~0.8 s of imports
+        **BENCH_RESOURCES,
+    priority: 5
+    # shell + a stdlib-only client (not script:): ~50 ms a job instead of ~0.8 s of imports.
+    # Few fields: Snakemake formats this command several times per job, also in dry runs.
     shell:
-        "{THIN_CLIENT_CMD} --build {input.build:q} --out {output:q} --log {log:q}"
-        " --definition-file {params.definition_file:q} --solution-file {params.solution_file:q}"
-        " --workload {params.workload:q} --evaluation {params.evaluation:q} --device {params.device}"
-        " --dataset {config[dataset]:q} --cache-dir='{CACHE_DIR}'"
+        "{THIN_CLIENT_CMD} {params.job[args]} --dataset {config[dataset]:q} --cache-dir='{CACHE_DIR}'"

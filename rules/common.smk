@@ -3,7 +3,7 @@ import json
 import sys
 from pathlib import Path
 
-from flashinfer_bench.pipeline.plan import build_plan, canonical, definition_digest, evaluator_version
+from flashinfer_bench.pipeline.plan import benchmark_params, build_plan, canonical, definition_digest, evaluator_version
 from flashinfer_bench.pipeline.settings import evaluation_for, toolchain_fingerprint
 
 DATASET = Path(config["dataset"]).resolve()
@@ -26,9 +26,24 @@ for _p in PLAN.problems:
     if _p.path in ("--definitions", "--solutions"):
         raise WorkflowError(str(_p))
 
-JOBS_BY_DEF = {d: PLAN.jobs_of(d) for d in PLAN.selected_definitions()}
+JOBS_BY_DEF = PLAN.jobs_by_definition()
 DEF_DIGEST = {n: definition_digest(d) for n, d in PLAN.definitions.items()}
 SKIPPED = [s.__dict__ for s in PLAN.skipped]
+# Everything a benchmark job needs, computed once here: Snakemake calls each params function of
+# each job (and inspects its signature) while building the DAG, so the rule has one params
+# function that looks its job up in this table (DAG construction at 10,000 jobs: issue 8).
+BENCH_PARAMS = benchmark_params(PLAN, config, DEF_DIGEST, RESULTS)
+# A GPU each on a GPU box. On the CPU one worker evaluates one job at a time, so a second
+# concurrent benchmark job would only hold a core while it waits: `cpu_worker` (limited to 1 in
+# onstart for local runs) leaves the other cores to compile and validation jobs.
+BENCH_RESOURCES = {"gpu": 1} if DEVICE.startswith("cuda") else {"cpu_worker": 1}
+# Scheduling order: builds that benchmark jobs wait for, then benchmarks, then the rest (builds of
+# CUDA solutions on a CPU machine, compiled only; validation reports) on the cores left free.
+BENCHMARKED = {j.solution for j in PLAN.jobs}
+
+
+def compile_priority(wildcards):
+    return 10 if wildcards.solution in BENCHMARKED else 0
 
 
 wildcard_constraints:
@@ -48,6 +63,27 @@ CACHE_DIR = config.get("cache_dir") or ""
 def rel(path):
     """Dataset-relative paths in params: moving the dataset directory re-runs nothing."""
     return str(Path(path).relative_to(DATASET))
+
+
+def benchmark_job_params(wildcards):
+    return BENCH_PARAMS[wildcards.definition, wildcards.solution, wildcards.uuid]
+
+
+def _signature_once(func):
+    """Snakemake inspects a params/input function's signature on every call (3 times a job);
+    hand it the signature computed once (its own hook for functions with dynamic signatures)."""
+    try:
+        import inspect
+
+        from snakemake.common import overwrite_function_params
+
+        overwrite_function_params(func, inspect.signature(func).parameters)
+    except ImportError:  # another Snakemake version: correct, only slower
+        pass
+    return func
+
+
+_signature_once(benchmark_job_params)
 
 
 def trace_path(job):

@@ -15,5 +15,6 @@ rule compile:
         solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
         definition_file=lambda wc: rel(PLAN.definition_files[PLAN.solutions[wc.solution].definition]),
         device=DEVICE,
+    priority: compile_priority
     script:
         "../scripts/compile.py"

@@ -85,9 +85,8 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     for i, local in enumerate(args.local):
         dataset = Path(local).resolve()
-        why = _precheck(args, dataset)
-        if why:
-            print(f"error: {why}", file=sys.stderr)
+        if not dataset.is_dir():
+            print(f"error: dataset directory {dataset} does not exist", file=sys.stderr)
             return 2
         results = Path(args.results or "results")
         if len(args.local) > 1:
@@ -118,7 +117,16 @@ def run(args: argparse.Namespace) -> int:
         _unlock_if_stale(cmd)
         print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
         t0 = time.perf_counter()
-        rc = _stream(cmd, verbose=str(args.log_level).upper() == "DEBUG" or args.dry_run)
+        # Snakemake starts (~2 s of imports) while this process checks the selection: a bad
+        # --definitions / --solutions name stops it with one line instead of its traceback.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        why = _precheck(args, dataset)
+        if why:
+            proc.kill()
+            proc.wait()
+            print(f"error: {why}", file=sys.stderr)
+            return 2
+        rc = _stream(proc, verbose=str(args.log_level).upper() == "DEBUG" or args.dry_run)
         wall = time.perf_counter() - t0
         summary = results / "report" / "summary.txt"
         if summary.exists() and not args.dry_run:
@@ -128,8 +136,7 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
-def _stream(cmd: List[str], verbose: bool) -> int:
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+def _stream(proc: subprocess.Popen, verbose: bool) -> int:
     tail: List[str] = []
     assert proc.stdout is not None
     for line in proc.stdout:

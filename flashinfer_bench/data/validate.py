@@ -30,6 +30,7 @@ from .workload import RandomInput, SafetensorsInput, ScalarInput, Workload
 
 __all__ = [
     "Finding",
+    "HeaderCache",
     "SafetensorsHeaderError",
     "check_dataset",
     "definition_problems",
@@ -155,6 +156,10 @@ class _HeaderCache:
         if isinstance(v, SafetensorsHeaderError):
             raise v
         return v
+
+
+# shared across many `workload_problems` calls (the pipeline's plan checks every workload with one)
+HeaderCache = _HeaderCache
 
 
 # --------------------------------------------------------------------------- definitions

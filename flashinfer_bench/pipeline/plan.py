@@ -20,6 +20,13 @@ from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, Solution, Trace
 from flashinfer_bench.data.io import Problem, iter_jsonl, read_json, validation_problems
+from flashinfer_bench.data.validate import (
+    Finding,
+    HeaderCache,
+    definition_problems,
+    solution_problems,
+    workload_problems,
+)
 
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
 
@@ -38,6 +45,7 @@ def evaluator_version() -> str:
     return f"{HARNESS_VERSION}-{h.hexdigest()[:12]}"
 
 _GPU_LANGS = {"cuda", "cpp"}
+_INTERPRETED_LANGS = {"triton", "tilelang"}
 
 
 def canonical(obj: Any) -> str:
@@ -110,6 +118,13 @@ class Plan:
     def selected_definitions(self) -> List[str]:
         return sorted({j.definition for j in self.jobs} | {s.definition for s in self.solutions.values()})
 
+    def jobs_by_definition(self) -> Dict[str, List[Job]]:
+        """Every selected definition's jobs (possibly none), in one pass over the job list."""
+        out: Dict[str, List[Job]] = {d: [] for d in self.selected_definitions()}
+        for j in self.jobs:
+            out[j.definition].append(j)
+        return out
+
     def jobs_of(self, definition: str) -> List[Job]:
         return [j for j in self.jobs if j.definition == definition]
 
@@ -131,6 +146,13 @@ def _load_models(root: Path, sub: str, model, problems: List[Problem]):
     return out
 
 
+def _located(findings: List[Finding], path: Path, problems: List[Problem], line: Optional[int] = None) -> bool:
+    """Add validate.py's findings about one entity as Problems; True when one is an error."""
+    for f in findings:
+        problems.append(Problem(str(path), f.message, line, f.field, f.level))
+    return any(f.level == "error" for f in findings)
+
+
 def build_plan(
     dataset: Path,
     device: str = "auto",
@@ -138,6 +160,9 @@ def build_plan(
     solutions: Optional[List[str]] = None,
     cpu_limits: Optional[Dict[str, float]] = None,
 ) -> Plan:
+    """Definitions, solutions and workloads that pass `flashinfer_bench.data.validate`'s checks of
+    one entity (errors drop the entity and what depends on it; warnings are only reported), and
+    one job per (selected solution, valid workload) that fits the device."""
     root = Path(dataset)
     plan = Plan(dataset=root, device=detect_device(device))
     probs = plan.problems
@@ -149,12 +174,11 @@ def build_plan(
         if d.name in plan.definitions:
             probs.append(Problem(str(f), f"duplicate definition {d.name!r} (first in {plan.definition_files[d.name]})", field="name"))
             continue
-        bad = d.problems(strict=True)
-        if bad:
-            probs += [Problem(str(f), b) for b in bad]
+        if _located(definition_problems(d), f, probs):
             continue
         plan.definitions[d.name] = d
         plan.definition_files[d.name] = f
+    valid_definitions = dict(plan.definitions)
     if definitions:
         unknown = sorted(set(definitions) - set(plan.definitions))
         if unknown:
@@ -165,13 +189,9 @@ def build_plan(
         if s.name in plan.solutions:
             probs.append(Problem(str(f), f"duplicate solution {s.name!r} (first in {plan.solution_files[s.name]})", field="name"))
             continue
-        bad = s.problems()
-        if bad:
-            probs += [Problem(str(f), b) for b in bad]
-            continue
-        if s.definition not in plan.definitions:
-            if not definitions:
-                probs.append(Problem(str(f), f"unknown definition {s.definition!r}", field="definition"))
+        if s.definition in valid_definitions and s.definition not in plan.definitions:
+            continue  # its definition is not selected
+        if _located(solution_problems(s, valid_definitions), f, probs):
             continue
         plan.solutions[s.name] = s
         plan.solution_files[s.name] = f
@@ -181,6 +201,7 @@ def build_plan(
             probs.append(Problem("--solutions", f"no solution named {unknown} in {root}"))
         plan.solutions = {k: v for k, v in plan.solutions.items() if k in solutions}
 
+    headers = HeaderCache()
     for f in sorted((root / "workloads").rglob("*.jsonl")):
         for line, obj, lp in iter_jsonl(f):
             probs += lp
@@ -195,22 +216,7 @@ def build_plan(
             if d is None:
                 continue
             wl = t.workload
-            try:
-                axes = d.axis_values({k: v for k, v in wl.axes.items() if k in d.var_axes})
-            except ValueError as e:
-                probs.append(Problem(str(f), str(e), line, "workload.axes"))
-                continue
-            clash = [k for k, v in wl.axes.items() if k in d.const_axes and d.const_axes[k] != v]
-            if clash:
-                probs.append(Problem(str(f), f"const axes {clash} differ from the definition", line, "workload.axes"))
-                continue
-            failed = d.check_constraints(axes)
-            if failed:
-                probs.append(Problem(str(f), f"constraints not met: {failed}", line, "workload"))
-                continue
-            unknown_inputs = sorted(set(wl.inputs) - set(d.inputs))
-            if unknown_inputs:
-                probs.append(Problem(str(f), f"unknown inputs {unknown_inputs}", line, "workload.inputs"))
+            if _located(workload_problems(d, wl, root, headers, wl.model_fields_set), f, probs, line):
                 continue
             table = plan.workloads.setdefault(d.name, {})
             if wl.uuid in table:
@@ -219,38 +225,84 @@ def build_plan(
             table[wl.uuid] = canonical(wl.model_dump(mode="json"))
             plan.workload_files.setdefault(d.name, f)
 
+    # A workload's size check depends on its definition and on whether the language is
+    # interpreted, not on the solution: one check per (workload, kind), not per job.
+    reasons: Dict[tuple, Optional[str]] = {}
     for s in sorted(plan.solutions.values(), key=lambda s: s.name):
         d = plan.definitions[s.definition]
+        lang = s.spec.language.value
+        interpreted = lang in _INTERPRETED_LANGS
         for uuid, wl_json in plan.workloads.get(d.name, {}).items():
             if plan.device == "cpu":
-                if s.spec.language.value in _GPU_LANGS:
-                    plan.skipped.append(Skipped(d.name, s.name, uuid, f"{s.spec.language.value} solution needs a GPU (compiled only)"))
+                if lang in _GPU_LANGS:
+                    plan.skipped.append(Skipped(d.name, s.name, uuid, f"{lang} solution needs a GPU (compiled only)"))
                     continue
-                why = cpu_skip_reason(d, s, json.loads(wl_json)["axes"], cpu_limits or {})
-                if why:
-                    plan.skipped.append(Skipped(d.name, s.name, uuid, why))
+                key = (d.name, uuid, interpreted)
+                if key not in reasons:
+                    reasons[key] = cpu_skip_reason(d, s, json.loads(wl_json)["axes"], cpu_limits or {})
+                if reasons[key]:
+                    plan.skipped.append(Skipped(d.name, s.name, uuid, reasons[key]))
                     continue
             plan.jobs.append(Job(d.name, s.name, uuid, wl_json))
     return plan
 
 
+def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, str], results: str) -> Dict[tuple, Dict[str, str]]:
+    """(definition, solution, uuid) -> the benchmark rule's params: `args`, the thin client's
+    arguments, shell-quoted (dataset-relative paths, so moving the dataset re-runs nothing; the
+    job's build, trace and log paths, the rule's input, output and log), and what else must
+    re-run the job when it changes (the definition's digest, the evaluator)."""
+    from shlex import quote
+
+    from .settings import evaluation_for
+
+    evaluator = evaluator_version()
+    root = plan.dataset
+    per_def = {}
+    for name in plan.definitions:
+        ev = canonical(evaluation_for(config, name, plan.device))
+        per_def[name] = (
+            f" --definition-file {quote(str(Path(plan.definition_files[name]).relative_to(root)))}"
+            f" --evaluation {quote(ev)} --device {quote(plan.device)}"
+        )
+    per_sol = {
+        name: f"--solution-file {quote(str(Path(f).relative_to(root)))}"
+        for name, f in plan.solution_files.items()
+    }
+    def paths(j: Job) -> str:
+        tail = f"{j.definition}/{j.solution}/{j.uuid}"
+        return (f" --build {quote(f'{results}/builds/{j.solution}.json')} --out {quote(f'{results}/traces/{tail}.json')}"
+                f" --log {quote(f'{results}/logs/benchmark/{tail}.log')}")
+
+    return {
+        (j.definition, j.solution, j.uuid): {
+            "args": f"{per_sol[j.solution]}{per_def[j.definition]} --workload {quote(j.workload_json)}{paths(j)}",
+            "definition_digest": def_digest[j.definition],
+            "evaluator": evaluator,
+        }
+        for j in plan.jobs
+    }
+
+
 def cpu_skip_reason(d: Definition, s: Solution, axes: Dict[str, int], limits: Dict[str, float]) -> Optional[str]:
     """Why a workload is too big to evaluate on the CPU (None when it fits).
 
-    Only tensors whose size varies with the workload count (a fixed 4096x4096 weight is cheap to
-    make); interpreted languages (Triton under TRITON_INTERPRET, TileLang) get a lower limit.
+    Native code: only tensors whose size varies with the workload count (a fixed 4096x4096 weight
+    is cheap to make and to read). Interpreted languages (Triton under TRITON_INTERPRET, TileLang)
+    get a lower limit and count every tensor: the interpreter's time grows with all the data a
+    call touches (a GEMM with a 4096x4096 weight takes ~8 s a call at M=1).
     """
     var = {k: v for k, v in axes.items() if k in d.var_axes}
     try:
         values = d.axis_values(var)
     except ValueError:
         return None
+    interpreted = s.spec.language.value in _INTERPRETED_LANGS
     n = 0
     for specs in (d.inputs, d.outputs):
         for spec in specs.values():
-            if spec.shape and any(a in d.var_axes for a in spec.shape):
+            if spec.shape and (interpreted or any(a in d.var_axes for a in spec.shape)):
                 n = max(n, math.prod(values[a] for a in spec.shape))
-    interpreted = s.spec.language.value in ("triton", "tilelang")
     key = "max_elements_interpreted" if interpreted else "max_elements"
     limit = limits.get(key)
     if limit is not None and n > limit:

@@ -67,7 +67,7 @@ def coerce_config(config: Dict[str, Any]) -> None:
         for d, ev in per.items():
             if isinstance(ev, dict):
                 per[d] = {k: _coerce(v) for k, v in ev.items()}
-    for key in ("save_results",):
+    for key in ("save_results", "prestart_worker"):
         if key in config:
             config[key] = _coerce(config[key])
     for key in ("definitions", "solutions"):
