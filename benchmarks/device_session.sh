@@ -48,7 +48,7 @@ for s in "$@"; do
     apply) step apply 60 python3 benchmarks/apply_overhead.py --device cuda --upstream-path /tmp/fib012 ;;
     tracing) step tracing 60 python3 benchmarks/tracing_overhead.py --device cuda ;;
     cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
-    confine) step confine 300 python3 benchmarks/confinement_overhead.py shared/anchor-dataset ;;
+    confine) step confine 300 python3 benchmarks/confinement_overhead.py --dataset shared/anchor-dataset ;;
     multigpu) step multigpu 230 python3 benchmarks/multi_gpu.py --batches 40 ;;
     *) echo "unknown step $s" ;;
   esac
