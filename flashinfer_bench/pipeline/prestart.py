@@ -50,9 +50,11 @@ def prestart_workers(device: str, cache_dir: str = "", log_dir: Optional[str] = 
 
 
 def _devices(device: str) -> list:
+    """Every visible GPU: a benchmark job takes whichever GPU slot is free (gpu_slots), so any
+    of them may get the first job. ('cpu' only for testing the warm-up by hand.)"""
     from .gpu_slots import visible_gpus
 
-    if ":" in device:  # one named GPU
+    if not device.startswith("cuda"):
         return [device]
     return [f"cuda:{i}" for i in range(len(visible_gpus()))]
 
