@@ -15,7 +15,7 @@ rule report:
         ),
         plots=report(
             directory(f"{RESULTS}/report/plots"),
-            patterns=["{definition}__{hardware}__{kind}.png"],
+            patterns=["{definition}__{hardware}__{kind}.svg"],
             caption="../report/plots.rst",
             category="Plots",
             subcategory="{definition}",

@@ -1,7 +1,7 @@
 """`flashinfer-bench report {summary,best,roofline,html}`: turn traces into answers.
 
-pandas and matplotlib are imported only when a report command runs, so `flashinfer-bench --help`
-and the other subcommands stay fast.
+pandas is imported only when a report command runs (plots are SVG drawn by the standard library,
+no matplotlib), so `flashinfer-bench --help` and the other subcommands stay fast.
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        "(summary: leaderboard|matrix|counts; best: best; roofline: roofline)")
         p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
         p.set_defaults(func=run, report_command=name)
-    h = sub.add_parser("html", help="write one self-contained HTML report (plots inlined) plus PNG/CSV assets",
-                       description="Write DIR/index.html (self-contained), DIR/plots/*.png, DIR/tables/*.html, DIR/*.csv.")
+    h = sub.add_parser("html", help="write one self-contained HTML report (plots inlined) plus SVG/CSV assets",
+                       description="Write DIR/index.html (self-contained), DIR/plots/*.svg, DIR/tables/*.html, DIR/*.csv.")
     _common(h)
     h.add_argument("--output", "-o", metavar="DIR", default="results/report", help="output directory (default: results/report)")
     h.add_argument("--skipped", metavar="FILE", help="JSON list (or JSON lines) of {definition, solution, workload, reason} "

@@ -2,13 +2,25 @@
 
 Everything is keyed by (definition, hardware): results of different devices are never averaged
 together. Works on traces with our extra measurements and on plain FlashInfer-Bench 0.1.2 traces.
+
+Every name loads on first use (PEP 562): the tables need pandas, which alone takes most of a
+second to import, and `import flashinfer_bench.report` should not pay for it up front. Plots are
+SVG written by the standard library (svgplot); nothing here imports matplotlib.
 """
-from .best import best_table, within_noise
-from .frame import traces_frame
-from .load import load_paths, merge_trace_sets
-from .roofline import datasheet_peak_gbps, roofline_table
-from .summary import Summary, summarize
-from .views import render_command
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "Summary": "summary", "summarize": "summary",
+    "best_table": "best", "within_noise": "best",
+    "traces_frame": "frame",
+    "load_paths": "load", "merge_trace_sets": "load",
+    "datasheet_peak_gbps": "roofline", "roofline_table": "roofline",
+    "render_command": "views",
+    "write_report": "html", "write_snakemake_report_assets": "html",
+}
 
 __all__ = [
     "Summary", "best_table", "datasheet_peak_gbps", "load_paths", "merge_trace_sets",
@@ -16,11 +28,24 @@ __all__ = [
     "write_report", "write_snakemake_report_assets",
 ]
 
+if TYPE_CHECKING:  # for type checkers and IDEs only
+    from .best import best_table, within_noise
+    from .frame import traces_frame
+    from .html import write_report, write_snakemake_report_assets
+    from .load import load_paths, merge_trace_sets
+    from .roofline import datasheet_peak_gbps, roofline_table
+    from .summary import Summary, summarize
+    from .views import render_command
 
-def __getattr__(name: str):
-    # the HTML writer pulls in matplotlib; import it only when asked for
-    if name in ("write_report", "write_snakemake_report_assets"):
-        from . import html
 
-        return getattr(html, name)
-    raise AttributeError(name)
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))

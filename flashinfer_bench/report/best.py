@@ -15,6 +15,8 @@ from typing import Any, Dict, List
 
 import pandas as pd
 
+from .frame import rows_of
+
 BEST_COLUMNS = [
     "definition", "hardware", "workload_label", "batch", "winner", "author", "latency_ms",
     "spread", "samples", "speedup", "speedup_vs_baseline", "max_abs_error", "max_rel_error",
@@ -86,19 +88,23 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
     rows: List[Dict[str, Any]] = []
     if df.empty:
         return pd.DataFrame(columns=BEST_COLUMNS)
-    for (d, hw, wl), g in df.groupby(["definition", "hardware", "workload"], sort=False):
-        first = g.iloc[0]
+    # plain dicts, grouped in order of first appearance (a pandas groupby costs more than the work)
+    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    for r in rows_of(df):
+        groups.setdefault((r["definition"], r["hardware"], r["workload"]), []).append(r)
+    for (d, hw, wl), g in groups.items():
+        first = g[0]
         base = {c: math.nan for c in BEST_COLUMNS}
         base.update(definition=d, hardware=hw, workload=wl, workload_label=first["workload_label"],
                     batch=first["batch"], winner="", author="", spread="", runner_up="",
                     tie_with="", flags="", candidates=len(g))
-        ok = g[g["timed"]].sort_values("latency_ms", kind="stable")
-        if ok.empty:
-            statuses = ", ".join(f"{s} {st}" for s, st in zip(g["solution"], g["status"]))
+        ok = sorted((r for r in g if r["timed"]), key=_latency_key)  # stable, NaN last as in pandas
+        if not ok:
+            statuses = ", ".join(f"{r['solution']} {r['status']}" for r in g)
             base.update(verdict=NONE, flags=statuses)
             rows.append(base)
             continue
-        w = ok.iloc[0]
+        w = ok[0]
         base.update(winner=w["solution"], author=w["author"], latency_ms=w["latency_ms"],
                     spread=_spread_text(w), samples=w["samples"], speedup=w["speedup"],
                     speedup_vs_baseline=w["speedup_vs_baseline"], max_abs_error=w["max_abs_error"],
@@ -106,7 +112,7 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
         if len(ok) == 1:
             base["verdict"] = ONLY
         else:
-            r = ok.iloc[1]
+            r = ok[1]
             base.update(runner_up=r["solution"], runner_up_latency_ms=r["latency_ms"],
                         runner_up_ratio=r["latency_ms"] / w["latency_ms"])
             noise = within_noise(w, r)
@@ -118,3 +124,8 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
                 base["verdict"] = CLEAR
         rows.append(base)
     return pd.DataFrame(rows, columns=BEST_COLUMNS)
+
+
+def _latency_key(r: Dict[str, Any]) -> tuple:
+    v = r["latency_ms"]
+    return (0, v) if _fin(v) else (1, 0.0)

@@ -7,7 +7,7 @@ FlashInfer-Bench 0.1.2, failed traces, NaN latencies) become NaN / empty cells, 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import pandas as pd
 
@@ -184,6 +184,17 @@ def _fill_baseline(df: pd.DataFrame) -> None:
     b = pd.Series([best.get(k, math.nan) for k in keys], index=df.index, dtype=float)
     ok = df["timed"]
     df.loc[ok, "speedup_vs_baseline"] = b[ok] / df.loc[ok, "latency_ms"]
+
+
+def rows_of(df: pd.DataFrame, cols: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+    """The frame's rows as dicts of plain Python values (NaN stays NaN), in order.
+
+    Several times faster than DataFrame.to_dict("records") and far faster than iterrows; the
+    report's tables are small, so per-row pandas overhead is most of their cost."""
+    cols = list(dict.fromkeys(df.columns if cols is None else cols))
+    if not cols:
+        return [{} for _ in range(len(df))]
+    return [dict(zip(cols, r)) for r in zip(*(df[c].tolist() for c in cols))]
 
 
 def traces_frame(ts: TraceSet) -> pd.DataFrame:

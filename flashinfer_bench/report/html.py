@@ -1,5 +1,5 @@
-"""One self-contained HTML report (plots inlined as base64 PNG, a few lines of vanilla JS to sort
-tables, no network), plus the same plots and tables as separate files for Snakemake's report.
+"""One self-contained HTML report (plots inlined as base64 SVG images, a few lines of vanilla JS to
+sort tables, no network), plus the same plots and tables as separate files for Snakemake's report.
 """
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from flashinfer_bench.data import EvaluationStatus, TraceSet, atomic_write_text
+from flashinfer_bench.data import EvaluationStatus, TraceSet
 
-from .plots import PLOT_KINDS, group_plots
+from .frame import rows_of
+from .plots import EXT, MIME, PLOT_KINDS, group_plots, records
 from .render import TITLES, fmt_number, to_csv
 from .roofline import roofline_table
 from .summary import Summary, summarize
@@ -34,7 +35,7 @@ nav{background:#f4f6f9;padding:.5em .8em;border-radius:6px;font-size:.92em}nav a
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.86em}th,td{border:1px solid #d5dbe2;padding:.25em .55em;text-align:left;vertical-align:top;white-space:nowrap}
 th{background:#eef2f6;white-space:nowrap}table.sortable th{cursor:pointer}table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
 td.num{text-align:right;font-variant-numeric:tabular-nums}.ok{color:#17703a}.bad{color:#b42318;font-weight:600}.muted{color:#6b7785}
-.plots{display:flex;flex-wrap:wrap;gap:.6em}.plots figure{margin:0}.plots img{width:480px;max-width:100%;border:1px solid #e2e6eb}
+.plots{display:flex;flex-wrap:wrap;gap:.6em}.plots figure{margin:0}.plots img{width:560px;max-width:100%;height:auto;border:1px solid #e2e6eb}
 .plots figcaption{font-size:.8em;color:#6b7785}details{margin:.3em 0}summary{cursor:pointer}pre{background:#f6f8fa;padding:.6em;overflow:auto;max-height:28em;font-size:.82em}
 .totals{font-size:1.05em}.note{background:#fff8e6;border-left:4px solid #f0b429;padding:.3em .7em;margin:.3em 0}.scroll{overflow-x:auto}
 """
@@ -77,6 +78,11 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
 
+def _rows(df: pd.DataFrame, cols: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+    """Rows as plain dicts of Python values (iterrows builds a Series per row: slow)."""
+    return rows_of(df, cols)
+
+
 def html_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, sortable: bool = True, cls: str = "") -> str:
     """A table of raw values: formatted for people, raw numbers kept in data-sort."""
     if df.empty:
@@ -84,7 +90,7 @@ def html_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, sortab
     cols = list(columns or df.columns)
     head = "".join(f"<th>{_e(TITLES.get(c, c))}</th>" for c in cols)
     body = []
-    for _, r in df.iterrows():
+    for r in _rows(df, cols):
         cells = []
         for c in cols:
             v = r[c]
@@ -112,10 +118,11 @@ def _matrix_html(sub: pd.DataFrame) -> str:
     sols = sorted(sub["solution"].unique())
     with_base = sub["speedup_vs_baseline"].notna().any()
     order = sub.drop_duplicates("workload").sort_values(["batch", "workload_label"], kind="stable")
-    by_pair = {(r["workload"], r["solution"]): r for _, r in sub.iterrows()}
+    cols = ["workload", "solution", "timed", "passed", "status", "latency_ms", "speedup", "speedup_vs_baseline"]
+    by_pair = {(r["workload"], r["solution"]): r for r in _rows(sub, cols)}
     head = "<th>workload</th>" + "".join(f"<th>{_e(s)}</th>" for s in sols)
     rows = []
-    for _, w in order.iterrows():
+    for w in _rows(order, ["workload", "workload_label", "batch"]):
         batch = w["batch"]
         cells = [f'<td data-sort="{float(batch)!r}">{_e(w["workload_label"])}</td>' if _is_num(batch) else f"<td>{_e(w['workload_label'])}</td>"]
         for s in sols:
@@ -139,8 +146,8 @@ def _matrix_html(sub: pd.DataFrame) -> str:
             f"<tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _img(png: bytes, alt: str) -> str:
-    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+def _img(image: bytes, alt: str) -> str:
+    return f'<img alt="{_e(alt)}" src="data:{MIME};base64,{base64.b64encode(image).decode()}">'
 
 
 def _environment_html(frame: pd.DataFrame) -> str:
@@ -175,7 +182,7 @@ def _failures_html(frame: pd.DataFrame) -> str:
     if fails.empty:
         return '<p class="ok">No failed traces.</p>'
     out = []
-    for _, r in fails.iterrows():
+    for r in _rows(fails, ["definition", "solution", "workload_label", "hardware", "status", "passed", "log"]):
         log = str(r["log"] or "")
         if len(log) > LOG_CAP:
             log = log[:LOG_CAP] + f"\n... ({len(log) - LOG_CAP} more characters cut)"
@@ -196,8 +203,14 @@ def _skipped_html(skipped: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _group_assets(s: Summary) -> Dict[tuple, Dict[str, Optional[bytes]]]:
-    return {(d, hw): group_plots(s.frame[(s.frame["definition"] == d) & (s.frame["hardware"] == hw)], group_title(d, hw))
-            for d, hw in s.groups()}
+    """The plots of every (definition, hardware) group: the frame is split once, in plain rows."""
+    if s.frame.empty:
+        return {}
+    rows: Dict[tuple, list] = {}
+    keys = zip(s.frame["definition"], s.frame["hardware"])
+    for key, r in zip(keys, records(s.frame)):
+        rows.setdefault(key, []).append(r)
+    return {(d, hw): group_plots(rows.get((d, hw), []), group_title(d, hw)) for d, hw in s.groups()}
 
 
 PLOT_CAPTIONS = {
@@ -208,8 +221,9 @@ PLOT_CAPTIONS = {
 
 
 def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]], skipped: Sequence[Mapping[str, Any]] = (),
-                title: str = "FlashInfer-Bench report", sources: Sequence[str] = ()) -> str:
-    """The whole report as one HTML string."""
+                title: str = "FlashInfer-Bench report", sources: Sequence[str] = (),
+                roof: Optional[pd.DataFrame] = None) -> str:
+    """The whole report as one HTML string (`roof`: roofline_table(s.frame), when already made)."""
     t = s.totals
     defs = list(dict.fromkeys([d for d, _ in s.groups()] + sorted(s.frame["definition"].unique() if not s.frame.empty else [])))
     nav = "".join(f'<a href="#def-{slug(d)}">{_e(d)}</a>' for d in defs)
@@ -230,7 +244,8 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
     if s.notes:
         body.append("".join(f'<div class="note">{_e(n)}</div>' for n in s.notes[:5]))
     body.append("</section>")
-    roof = roofline_table(s.frame)
+    if roof is None:
+        roof = roofline_table(s.frame)
     for d in defs:
         body.append(f'<section id="def-{slug(d)}"><h2>{_e(d)}</h2>')
         about = s.about.get(d, "not in the dataset any more: shown without shapes or roofline")
@@ -242,12 +257,12 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
             body.append(f"<h3>on {_e(hw)}</h3>")
             figs = []
             for kind in PLOT_KINDS:
-                png = kinds.get(kind)
-                if png is None:
+                image = kinds.get(kind)
+                if image is None:
                     why = "no share of peak: the device's peak bandwidth is unknown" if kind == "peak_bw" else "no correct timed results to plot"
                     figs.append(f"<figure><figcaption>{_e(kind)}: {_e(why)}.</figcaption></figure>")
                 else:
-                    figs.append(f"<figure>{_img(png, f'{d} on {hw}: {kind}')}<figcaption>{_e(PLOT_CAPTIONS[kind])}</figcaption></figure>")
+                    figs.append(f"<figure>{_img(image, f'{d} on {hw}: {kind}')}<figcaption>{_e(PLOT_CAPTIONS[kind])}</figcaption></figure>")
             body.append(f'<div class="plots">{"".join(figs)}</div>')
             lb = s.leaderboard[(s.leaderboard["definition"] == d) & (s.leaderboard["hardware"] == hw)]
             body.append("<h4>Solutions</h4>" + html_table(lb, [c for c in lb_cols if c not in ("definition", "hardware")]))
@@ -285,12 +300,13 @@ def _readable(path: Path) -> Path:
 
 
 def _write_text(path: Path, text: str) -> Path:
-    atomic_write_text(path, text)
-    return _readable(Path(path))
+    return _write_bytes(Path(path), text.encode("utf-8"))
 
 
 def _write_bytes(path: Path, data: bytes) -> Path:
-    """Temp file + rename, like data.io.atomic_write_text, for binary files."""
+    """Temp file + rename, so a reader sees the old file or the new one, never a torn one. No fsync
+    (unlike data.io.atomic_write_text): a report is rebuilt from the traces, and a dozen fsyncs
+    cost more wall time than drawing it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -317,10 +333,11 @@ def _as_trace_set(trace_set: Union[TraceSet, PathLike, Sequence[PathLike]]) -> t
     return load_paths(paths), [str(p) for p in paths]
 
 
-def write_snakemake_report_assets(summary: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]], out_dir: PathLike) -> Dict[str, List[Path]]:
-    """Plots as PNG files and tables as small HTML pages and CSVs, for `report()` in a rule.
+def write_snakemake_report_assets(summary: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]], out_dir: PathLike,
+                                  roof: Optional[pd.DataFrame] = None) -> Dict[str, List[Path]]:
+    """Plots as SVG files and tables as small HTML pages and CSVs, for `report()` in a rule.
 
-    Layout (fixed names, so a rule can declare them): plots/<definition>__<hardware>__<kind>.png,
+    Layout (fixed names, so a rule can declare them): plots/<definition>__<hardware>__<kind>.svg,
     tables/{leaderboard,best,roofline}.html, {leaderboard,matrix,best,roofline,counts}.csv.
     """
     out = Path(out_dir)
@@ -329,18 +346,20 @@ def write_snakemake_report_assets(summary: Summary, plots: Mapping[tuple, Mappin
     plot_dir.mkdir(parents=True, exist_ok=True)  # exists even with nothing to plot: a rule's directory() output
     keep = set()
     for (d, hw), kinds in plots.items():
-        for kind, png in kinds.items():
-            if png is None:
+        for kind, image in kinds.items():
+            if image is None:
                 continue
-            p = plot_dir / f"{slug(d)}__{slug(hw)}__{kind}.png"
-            _write_bytes(p, png)
+            p = plot_dir / f"{slug(d)}__{slug(hw)}__{kind}.{EXT}"
+            _write_bytes(p, image)
             keep.add(p.name)
             written["plots"].append(p)
-    if plot_dir.is_dir():  # drop plots of groups that no longer exist (only our own file names)
-        for old in plot_dir.glob("*__*__*.png"):
-            if old.name not in keep and old.name.rsplit("__", 1)[-1][:-4] in PLOT_KINDS:
+    if plot_dir.is_dir():  # drop plots of groups that no longer exist, and our old PNGs (only our own file names)
+        for old in plot_dir.glob("*__*__*.*"):
+            stem, _, ext = old.name.rpartition(".")
+            if old.name not in keep and ext in (EXT, "png") and stem.rsplit("__", 1)[-1] in PLOT_KINDS:
                 old.unlink()
-    roof = roofline_table(summary.frame)
+    if roof is None:
+        roof = roofline_table(summary.frame)
     tables = {"leaderboard": summary.leaderboard, "best": summary.best, "roofline": roof}
     for name, df in tables.items():
         p = out / "tables" / f"{name}.html"
@@ -368,7 +387,8 @@ def write_report(trace_set: Union[TraceSet, PathLike, Sequence[PathLike]], out_d
     skipped_list = [dict(x) for x in (skipped or [])]
     out = Path(out_dir)
     index = out / "index.html"
-    _write_text(index, render_html(s, plots, skipped_list, title=title, sources=sources))
+    roof = roofline_table(s.frame)
+    _write_text(index, render_html(s, plots, skipped_list, title=title, sources=sources, roof=roof))
     if assets:
-        write_snakemake_report_assets(s, plots, out)
+        write_snakemake_report_assets(s, plots, out, roof=roof)
     return index

@@ -10,6 +10,7 @@ hide behind a good mean.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
@@ -19,7 +20,7 @@ import pandas as pd
 from flashinfer_bench.data import EvaluationStatus, TraceSet
 
 from .best import CLEAR, ONLY, TIE, best_table
-from .frame import older_duplicates, traces_frame
+from .frame import older_duplicates, rows_of, traces_frame
 
 LEADERBOARD_COLUMNS = [
     "definition", "hardware", "solution", "author", "language", "workloads", "passed", "failed",
@@ -30,6 +31,14 @@ MATRIX_COLUMNS = [
     "definition", "hardware", "workload_label", "batch", "solution", "author", "status",
     "latency_ms", "speedup", "speedup_vs_baseline", "workload",
 ]
+
+
+def _number(v: Any) -> bool:
+    """Not NaN/None (what pd.to_numeric(..., errors="coerce").dropna() keeps)."""
+    try:
+        return not math.isnan(float(v))
+    except (TypeError, ValueError):
+        return False
 
 
 def geomean(values: pd.Series) -> float:
@@ -76,22 +85,46 @@ def status_counts(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _geomean(values: List[Any]) -> float:
+    """geomean() on plain values: finite positive numbers only."""
+    logs = []
+    for v in values:
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f) and f > 0:
+            logs.append(math.log(f))
+    return math.exp(math.fsum(logs) / len(logs)) if logs else math.nan
+
+
 def _leaderboard(df: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
     rows: List[Dict[str, Any]] = []
-    for (d, hw, sol), g in df.groupby(["definition", "hardware", "solution"], sort=False):
-        b = best[(best["definition"] == d) & (best["hardware"] == hw)]
-        wins = int((b["winner"] == sol).sum())
-        clear = int(((b["winner"] == sol) & b["verdict"].isin([CLEAR, ONLY])).sum())
-        ties = int(((b["verdict"] == TIE) & ((b["winner"] == sol) | (b["tie_with"] == sol))).sum())
-        timed = g[g["timed"]]
-        pct = pd.to_numeric(timed["pct_of_peak_bw"], errors="coerce").dropna()
+    # plain dicts grouped in order of first appearance (pandas groupby + masks cost more than the work)
+    groups: Dict[tuple, List[Dict[str, Any]]] = {}
+    if not df.empty:
+        cols = ["definition", "hardware", "solution", "author", "language", "passed", "timed", "speedup",
+                "speedup_vs_baseline", "pct_of_peak_bw"]
+        for r in rows_of(df, cols):
+            groups.setdefault((r["definition"], r["hardware"], r["solution"]), []).append(r)
+    best_by: Dict[tuple, List[Dict[str, Any]]] = {}
+    if not best.empty:
+        for b in rows_of(best, ["definition", "hardware", "winner", "verdict", "tie_with"]):
+            best_by.setdefault((b["definition"], b["hardware"]), []).append(b)
+    for (d, hw, sol), g in groups.items():
+        b = best_by.get((d, hw), [])
+        wins = sum(1 for x in b if x["winner"] == sol)
+        clear = sum(1 for x in b if x["winner"] == sol and x["verdict"] in (CLEAR, ONLY))
+        ties = sum(1 for x in b if x["verdict"] == TIE and (x["winner"] == sol or x["tie_with"] == sol))
+        timed = [r for r in g if r["timed"]]
+        pct = [float(r["pct_of_peak_bw"]) for r in timed if _number(r["pct_of_peak_bw"])]
         rows.append({
-            "definition": d, "hardware": hw, "solution": sol, "author": g["author"].iloc[0],
-            "language": g["language"].iloc[0], "workloads": len(g), "passed": int(g["passed"].sum()),
-            "failed": int((~g["passed"]).sum()), "wins": wins, "clear_wins": clear, "ties": ties,
-            "geomean_speedup": geomean(timed["speedup"]),
-            "geomean_speedup_vs_baseline": geomean(timed["speedup_vs_baseline"]),
-            "median_pct_of_peak_bw": float(pct.median()) if len(pct) else math.nan,
+            "definition": d, "hardware": hw, "solution": sol, "author": g[0]["author"],
+            "language": g[0]["language"], "workloads": len(g), "passed": sum(1 for r in g if r["passed"]),
+            "failed": sum(1 for r in g if not r["passed"]), "wins": wins, "clear_wins": clear, "ties": ties,
+            "geomean_speedup": _geomean([r["speedup"] for r in timed]),
+            "geomean_speedup_vs_baseline": _geomean([r["speedup_vs_baseline"] for r in timed]),
+            "median_pct_of_peak_bw": float(statistics.median(pct)) if pct else math.nan,
         })
     out = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
     if out.empty:

@@ -3,13 +3,13 @@ failures folded, environment per device, skipped workloads; plus the separate as
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
 
 from . import dataset as ds
 
-PNG = b"\x89PNG\r\n\x1a\n"
 
 
 class Collect(HTMLParser):
@@ -44,7 +44,7 @@ def test_self_contained(page):
 
 
 def test_plots_inlined_one_set_per_definition_and_device(page):
-    imgs = re.findall(r'<img alt="([^"]+)" src="data:image/png;base64,', page)
+    imgs = re.findall(r'<img alt="([^"]+)" src="data:image/svg\+xml;base64,', page)
     assert f"rmsnorm_h4096 on {ds.H100}: latency" in imgs
     for hw in (ds.H100, ds.H200, ds.CPU):
         assert f"rmsnorm_h4096 on {hw}: speedup" in imgs
@@ -81,9 +81,12 @@ def test_skipped_workloads_listed(page):
 
 def test_assets_for_snakemake(html_report):
     out = html_report.parent
-    pngs = sorted(p.name for p in (out / "plots").glob("*.png"))
-    assert "rmsnorm_h4096__NVIDIA_H100_80GB_HBM3__latency.png" in pngs
-    assert all((out / "plots" / n).read_bytes().startswith(PNG) for n in pngs)
+    svgs = sorted(p.name for p in (out / "plots").glob("*.svg"))
+    assert "rmsnorm_h4096__NVIDIA_H100_80GB_HBM3__latency.svg" in svgs
+    for n in svgs:  # standalone, well-formed SVG documents
+        root = ET.fromstring((out / "plots" / n).read_bytes())
+        assert root.tag == "{http://www.w3.org/2000/svg}svg" and float(root.get("width")) > 100
+    assert not list((out / "plots").glob("*.png"))
     for name in ("leaderboard", "best", "roofline"):
         t = (out / "tables" / f"{name}.html").read_text()
         assert t.startswith("<!DOCTYPE html>") and "<table" in t
@@ -98,7 +101,11 @@ def test_stale_plots_are_removed(tmp_path, small_dataset_dir, html_report):
     from flashinfer_bench.report import write_report
 
     shutil.copytree(html_report.parent, tmp_path, dirs_exist_ok=True)
-    (tmp_path / "plots" / "mine.png").write_bytes(PNG)  # not ours: kept
+    (tmp_path / "plots" / "mine.svg").write_text("<svg/>")  # not ours: kept
+    (tmp_path / "plots" / "mine.png").write_bytes(b"png")
+    old_png = tmp_path / "plots" / "gemm_n256_k256__NVIDIA_H100_80GB_HBM3__latency.png"
+    old_png.write_bytes(b"png")  # ours, from before plots were SVG: removed
     write_report(small_dataset_dir, tmp_path)
-    names = {p.name for p in (tmp_path / "plots").glob("*.png")}
-    assert "mine.png" in names and not any(n.startswith("rmsnorm") for n in names)
+    names = {p.name for p in (tmp_path / "plots").iterdir()}
+    assert {"mine.svg", "mine.png"} <= names and not any(n.startswith("rmsnorm") for n in names)
+    assert not old_png.exists() and any(n.startswith("gemm") and n.endswith(".svg") for n in names)
