@@ -42,3 +42,33 @@ def seeds_dir() -> Path:
     if not p.is_dir():
         pytest.skip(f"seed documents not found at {p}")
     return p
+
+
+# Files that take longest (measured on the 2-core CI machine), most first. Under pytest-xdist
+# (`-n 2 --dist loadfile`, see pyproject.toml) each file runs whole on one worker, in file order;
+# handing out the long files first keeps one of them from being the tail of the run.
+LONGEST_FIRST = [
+    "tests/test_slurm_cluster.py",
+    "tests/pipeline/test_results_safe.py",
+    "tests/pipeline/test_incremental.py",
+    "tests/compile/test_native_builders.py",
+    "tests/apply/test_cycle.py",
+    "tests/compile/test_dataset.py",
+    "tests/bench/test_redteam.py",
+    "tests/security/test_attacks.py",
+    "tests/bench/test_benchmark.py",
+    "tests/compile/test_triton_builder.py",
+    "tests/apply/test_apply.py",
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Under xdist only: the long files first; the order inside each file is kept."""
+    if not hasattr(config, "workerinput"):
+        return
+    rank = {f: i for i, f in enumerate(LONGEST_FIRST)}
+
+    def key(item) -> int:
+        return rank.get(item.nodeid.split("::", 1)[0], len(rank))
+
+    items.sort(key=key)  # stable: the rest keeps pytest's order
