@@ -1,5 +1,6 @@
 # Parse-time planning: scan the dataset once (no torch) and expose the job tables to the rules.
 import gc
+import os
 import json
 import sys
 from pathlib import Path
