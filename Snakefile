@@ -33,7 +33,7 @@ onstart:
 
     # A local GPU run starts the per-GPU workers now (detached), so their start-up overlaps the
     # compile jobs; a no-op on the CPU and when jobs run elsewhere (SLURM).
-    if should_prestart(config, DEVICE, workflow.local_exec, workflow.dryrun):
+    if should_prestart(config, DEVICE, workflow.local_exec, workflow.dryrun) and not os.environ.get("FIB_PRESTARTED"):
         prestart_workers(DEVICE, CACHE_DIR, log_dir=f"{RESULTS}/logs")
     # Local builds fork from a zygote that imports torch once, now, while Snakemake schedules
     # (compile/zygote.py); FIB_BUILD_ZYGOTE=0 in the environment turns it off.

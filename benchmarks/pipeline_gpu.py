@@ -82,6 +82,28 @@ def synthetic(src: Path, dst: Path, batches) -> None:
                 f.write(json.dumps(line) + "\n")
 
 
+def _latencies(dataset: Path) -> dict:
+    out = {}
+    for f in (dataset / "traces").rglob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            t = json.loads(line)
+            perf = (t.get("evaluation") or {}).get("performance") or {}
+            if perf.get("latency_ms"):
+                out[(t["solution"], json.dumps(t["workload"]["axes"], sort_keys=True))] = perf["latency_ms"] * 1e3
+    return out
+
+
+def side_by_side(ours_ds: Path, upstream_ds: Path) -> None:
+    """The latency each tool reported for the same (solution, workload), from this call's runs."""
+    a, b = _latencies(ours_ds), _latencies(upstream_ds)
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return
+    print(f"\n{'solution':32s} {'axes':24s} {'ours us':>9s} {'upstream us':>12s}")
+    for k in keys:
+        print(f"{k[0]:32s} {k[1]:24s} {a[k]:9.2f} {b[k]:12.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--anchor", type=Path, default=REPO / "shared/anchor-dataset")
@@ -120,6 +142,7 @@ def main() -> None:
             if label == "cold":
                 up_cold = w
         rows.append(("ours cold / upstream cold", cold / up_cold, "goal <= 0.8"))
+        side_by_side(ds, tmp / "up_cold")
 
     syn = tmp / "synthetic"
     batches = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024][: args.synthetic]
