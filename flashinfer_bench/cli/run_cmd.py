@@ -91,6 +91,8 @@ def _prestart(device: str, results: Path) -> None:
     from flashinfer_bench.pipeline.plan import detect_device
     from flashinfer_bench.pipeline.prestart import prestart_workers
 
+    if os.environ.get("FIB_PRESTART", "1") == "0":
+        return
     if os.environ.get("FIB_BUILD_ZYGOTE", "1") != "0":
         from flashinfer_bench.compile import zygote
 
