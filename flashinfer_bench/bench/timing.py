@@ -326,6 +326,34 @@ def _cupti_kernel_ms(prof: Any, name_part: str) -> List[float]:
     return out
 
 
+def _cupti_probes(sampler: "CudaSampler", device: torch.device) -> Dict[str, Any]:
+    """Event time and CUPTI kernel time of elementwise adds on 8 KiB and 4 MiB."""
+    from torch.profiler import ProfilerActivity, profile
+
+    probes: Dict[str, Any] = {}
+    for label, n in (("8KiB", 2048), ("4MiB", 1 << 20)):
+        buf = torch.zeros(n, dtype=torch.float32, device=device)
+        fn = lambda: buf.add_(1.0)  # noqa: E731
+        ev_ms = []  # events without the profiler: tracing must not inflate them
+        for i in range(40):
+            ms, _, valid = sampler.run(fn, lambda: (), None)
+            if valid and i >= 10:
+                ev_ms.append(ms)
+        traced = []
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(30):
+                ms, _, valid = sampler.run(fn, lambda: (), None)
+                if valid:
+                    traced.append(ms)
+        k_ms = _cupti_kernel_ms(prof, "elementwise")
+        if len(k_ms) >= 10 and len(ev_ms) >= 10:
+            probes[label] = {
+                "event_ms": trimmed_mean(ev_ms), "kernel_ms": trimmed_mean(k_ms), "kernels": len(k_ms),
+                "event_ms_while_traced": trimmed_mean(traced) if traced else None,
+            }
+    return probes
+
+
 def calibrate_overhead(sampler: "CudaSampler", device: torch.device, cupti_probe: Optional[bool] = None) -> Dict[str, Any]:
     """Event-window overhead: the empty event pair (subtracted from every sample); with
     `cupti_probe` also event time minus CUPTI kernel time of probe kernels, for the record.
@@ -345,38 +373,11 @@ def calibrate_overhead(sampler: "CudaSampler", device: torch.device, cupti_probe
             empty.append(ms)
     result: Dict[str, Any] = {"empty_pair_ms": trimmed_mean(empty) if empty else 0.0}
     probes: Dict[str, Any] = {}
-    if not cupti_probe:
-        # the empty event pair is what gets subtracted; the CUPTI comparison below is a diagnostic
-        # that costs seconds of profiler start-up per runner (FIB_CALIBRATE_CUPTI=1 turns it on)
-        result.update(overhead_ms=result["empty_pair_ms"], source="empty_event_pair", probes=probes, cupti_offset_ms=None)
-        sampler.overhead_ms = result["overhead_ms"]
-        sampler.reset_gate()
-        return result
-    try:
-        from torch.profiler import ProfilerActivity, profile
-
-        for label, n in (("8KiB", 2048), ("4MiB", 1 << 20)):
-            buf = torch.zeros(n, dtype=torch.float32, device=device)
-            fn = lambda: buf.add_(1.0)  # noqa: E731
-            ev_ms = []  # events without the profiler: tracing must not inflate them
-            for i in range(40):
-                ms, _, valid = sampler.run(fn, lambda: (), None)
-                if valid and i >= 10:
-                    ev_ms.append(ms)
-            traced = []
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                for _ in range(30):
-                    ms, _, valid = sampler.run(fn, lambda: (), None)
-                    if valid:
-                        traced.append(ms)
-            k_ms = _cupti_kernel_ms(prof, "elementwise")
-            if len(k_ms) >= 10 and len(ev_ms) >= 10:
-                probes[label] = {
-                    "event_ms": trimmed_mean(ev_ms), "kernel_ms": trimmed_mean(k_ms), "kernels": len(k_ms),
-                    "event_ms_while_traced": trimmed_mean(traced) if traced else None,
-                }
-    except Exception as e:  # noqa: BLE001 - calibration must never stop a runner; the error is recorded
-        result["cupti_error"] = f"{type(e).__name__}: {e}"
+    if cupti_probe:  # a diagnostic that costs seconds of profiler start-up per runner
+        try:
+            probes = _cupti_probes(sampler, device)
+        except Exception as e:  # noqa: BLE001 - calibration must never stop a runner; the error is recorded
+            result["cupti_error"] = f"{type(e).__name__}: {e}"
     offsets = [p["event_ms"] - p["kernel_ms"] for p in probes.values()]
     result["probes"] = probes
     result["cupti_offset_ms"] = statistics.median(offsets) if offsets else None
