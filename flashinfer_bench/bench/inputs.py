@@ -199,13 +199,6 @@ def random_input_mask(definition: Definition, workload: Workload) -> List[bool]:
     return mask
 
 
-def refresh_(bufs: Sequence[Any], mask: Sequence[bool], gen: torch.Generator, rng: random.Random) -> None:
-    """New content for the random tensor inputs, in place (addresses stay): a full fresh draw."""
-    for b, m in zip(bufs, mask):
-        if m and isinstance(b, torch.Tensor):
-            fill_random_(b, gen, rng)
-
-
 # a pool offers at least this many windows: among 3,000 timed calls (our max) about 2% repeat an offset
 MIN_WINDOWS = 1 << 16
 
@@ -217,7 +210,7 @@ class InputRefresher:
     drawn once) and a window at a random offset copied into the call's buffer. Every call sees
     other content, so an output cached by address or fingerprint is stale and the re-check fails
     it; a repeated offset is the same input, whose correct answer is the cached one. A fresh draw
-    per call (`refresh_`) costs ~14 kernel launches per tensor, which dominated a sample's wall
+    per call (`fill_random_`) costs ~14 kernel launches per tensor, which dominated a sample's wall
     time for kernels of a few microseconds.
     """
 

@@ -8,13 +8,13 @@ import torch
 
 from flashinfer_bench.bench.inputs import (
     InputError,
+    InputRefresher,
     derive_seed,
     fill_random_,
     make_generator,
     make_inputs,
     poison_,
     random_input_mask,
-    refresh_,
 )
 from flashinfer_bench.data import Definition, Workload
 
@@ -101,7 +101,7 @@ def test_refresh_changes_content_not_address() -> None:
     xs = make_inputs(d, w, 0, CPU, None)
     before = [x.clone() if isinstance(x, torch.Tensor) else x for x in xs]
     ptr = xs[0].data_ptr()
-    refresh_(xs, random_input_mask(d, w), make_generator(5, CPU), random.Random(5))
+    InputRefresher(xs, random_input_mask(d, w), make_generator(5, CPU), random.Random(5))(xs, random.Random(6))
     assert xs[0].data_ptr() == ptr
     assert not torch.equal(xs[0], before[0])
     assert xs[2] == before[2], "scalars stay"
