@@ -30,15 +30,6 @@ from flashinfer_bench.compile import toolchain  # noqa: E402
 from flashinfer_bench.data import TraceSet  # noqa: E402
 
 
-def smallest_workload(ts: TraceSet, definition) -> tuple:
-    wls = [t.workload for t in ts.workloads_for(definition.name)]
-    if not wls:
-        return {a: 1 for a in definition.var_axes}, {}
-    w = min(wls, key=lambda w: sum(w.axes.values()))
-    scalars = {k: v.value for k, v in w.inputs.items() if getattr(v, "type", "") == "scalar"}
-    return dict(w.axes), scalars
-
-
 def fresh_process_hits(dataset: Path, cache: Path, names: List[str]) -> Dict[str, Any]:
     code = textwrap.dedent(
         f"""
@@ -78,7 +69,7 @@ def main() -> int:
 
     import torch
 
-    from flashinfer_bench.compile.check import check_against_reference
+    from flashinfer_bench.compile.check import check_against_reference, smallest_workload
 
     dataset = Path(args.dataset)
     cache = Path(args.cache) if args.cache else Path(tempfile.mkdtemp(prefix="fib-compile-check-"))

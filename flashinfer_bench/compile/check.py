@@ -7,7 +7,7 @@ conventions and compares each output with the reference's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
@@ -22,6 +22,17 @@ class CheckResult:
     ok: bool
     max_abs_error: float = 0.0
     problems: List[str] = field(default_factory=list)
+
+
+def smallest_workload(traces: Any, definition: Definition) -> Tuple[Dict[str, int], Dict[str, Any]]:
+    """(var axes, scalar inputs) of the definition's smallest workload in a TraceSet (all axes 1
+    when it has none): the cheapest real input to smoke-test a build with."""
+    wls = [t.workload for t in traces.workloads_for(definition.name)]
+    if not wls:
+        return {a: 1 for a in definition.var_axes}, {}
+    w = min(wls, key=lambda w: sum(w.axes.values()))
+    scalars = {k: v.value for k, v in w.inputs.items() if getattr(v, "type", "") == "scalar"}
+    return dict(w.axes), scalars
 
 
 def make_inputs(

@@ -11,17 +11,8 @@ import pytest
 import torch
 
 from flashinfer_bench.compile import COMPILE_ERROR, OK, SKIPPED, build, load_runnable
-from flashinfer_bench.compile.check import check_against_reference
+from flashinfer_bench.compile.check import check_against_reference, smallest_workload
 from flashinfer_bench.data import TraceSet
-
-
-def _smallest_workload(ts: TraceSet, definition):
-    wls = [t.workload for t in ts.workloads_for(definition.name)]
-    if not wls:
-        return {a: 1 for a in definition.var_axes}, {}
-    w = min(wls, key=lambda w: sum(w.axes.values()))
-    scalars = {k: v.value for k, v in w.inputs.items() if getattr(v, "type", "") == "scalar"}
-    return dict(w.axes), scalars
 
 
 @pytest.mark.slow
@@ -63,7 +54,7 @@ def _check_dataset(example_dataset: Path, tmp_path: Path) -> None:
             assert r.status == OK, r.message
             if not r.loadable_here:
                 continue
-            axes, scalars = _smallest_workload(ts, d)
+            axes, scalars = smallest_workload(ts, d)
             try:
                 check = check_against_reference(load_runnable(Path(r.artifact_dir), d), d, axes, scalars, device)
             except Exception as e:  # noqa: BLE001 - report every solution, not the first that raises
