@@ -37,11 +37,10 @@ onstart:
         prestart_workers(DEVICE, CACHE_DIR, log_dir=f"{RESULTS}/logs")
     # Local builds fork from a zygote that imports torch once, now, while Snakemake schedules
     # (compile/zygote.py); FIB_BUILD_ZYGOTE=0 in the environment turns it off.
-    if workflow.local_exec and not workflow.dryrun and os.environ.get("FIB_BUILD_ZYGOTE", "1") != "0":
+    if workflow.local_exec and not workflow.dryrun:
         from flashinfer_bench.compile import zygote
 
-        os.environ["FIB_BUILD_ZYGOTE"] = "1"
-        zygote.ensure_started()
+        zygote.turn_on()
     # The CPU's one worker: one benchmark job at a time on this machine (unless --resources says).
     if DEVICE == "cpu" and workflow.local_exec and "cpu_worker" not in workflow.global_resources:
         workflow.register_resource("cpu_worker", 1)

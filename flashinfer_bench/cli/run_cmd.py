@@ -93,11 +93,9 @@ def _prestart(device: str, results: Path) -> None:
 
     if os.environ.get("FIB_PRESTART", "1") == "0":
         return
-    if os.environ.get("FIB_BUILD_ZYGOTE", "1") != "0":
-        from flashinfer_bench.compile import zygote
+    from flashinfer_bench.compile import zygote
 
-        os.environ["FIB_BUILD_ZYGOTE"] = "1"
-        zygote.ensure_started()
+    zygote.turn_on()
     dev = detect_device(device)
     if dev.startswith("cuda"):
         prestart_workers(dev, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))

@@ -75,6 +75,15 @@ def _recv(sock: socket.socket) -> Optional[Dict]:
 
 
 # ---------------------------------------------------------------------------------- client side
+def turn_on() -> None:
+    """For a local run: builds of this process and its children fork from the zygote, started now
+    in the background; unless the environment says FIB_BUILD_ZYGOTE=0."""
+    if os.environ.get("FIB_BUILD_ZYGOTE", "1") == "0":
+        return
+    os.environ["FIB_BUILD_ZYGOTE"] = "1"
+    ensure_started()
+
+
 def ensure_started() -> None:
     """Start a zygote in the background when none answers (returns at once)."""
     if not enabled():
