@@ -13,8 +13,9 @@ rule aggregate:
     params:
         save_results=config.get("save_results", True),
     localrule: True
-    script:
-        "../scripts/aggregate.py"
+    shell:
+        "{JOB_CMD} aggregate --dataset {config[dataset]:q} --definition {wildcards.definition:q} --out {output:q}"
+        " --log {log:q} --save-results {params.save_results} {input:q}"
 
 
 AGGREGATE_OUTPUTS = [f"{RESULTS}/aggregate/{d}.jsonl" for d in JOBS_BY_DEF]

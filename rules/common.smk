@@ -49,8 +49,11 @@ BENCH_RESOURCES = {"gpu": 1} if DEVICE.startswith("cuda") else {"cpu_worker": 1}
 BENCHMARKED = {j.solution for j in PLAN.jobs}
 
 
-def compile_priority(wildcards):
-    return 10 if wildcards.solution in BENCHMARKED else 0
+def names_regex(names):
+    """A wildcard constraint matching exactly these names (nothing when empty)."""
+    import re
+
+    return "|".join(re.escape(n) for n in sorted(names)) or "(?!)"
 
 
 wildcard_constraints:
@@ -65,6 +68,11 @@ if not Path(THIN_CLIENT_CMD.split(" ", 1)[1]).exists():  # installed wheel: the 
 
     THIN_CLIENT_CMD = f"{sys.executable} {Path(_pl.__file__).parent / 'thin_client.py'}"
 CACHE_DIR = config.get("cache_dir") or ""
+# validate/compile/aggregate/report jobs: a plain command, not Snakemake's script: wrapper
+JOB_CMD = f"{sys.executable} {Path(THIN_CLIENT_CMD.split(' ', 1)[1]).parent / 'job_main.py'}"
+# What the report lists besides traces (skipped pairs, plan problems); written by onstart, as it
+# can be too long for a command line.
+PLAN_NOTES = f"{RESULTS}/plan/notes.json"
 
 
 def rel(path):

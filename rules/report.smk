@@ -35,8 +35,12 @@ rule report:
         problems=canonical([str(p) for p in PLAN.problems]),
         save_results=config.get("save_results", True),
     localrule: True
-    script:
-        "../scripts/report.py"
+    # the skipped pairs and plan problems can be long: onstart writes them to PLAN_NOTES (the
+    # params above make a change re-run this job)
+    shell:
+        "{JOB_CMD} report --dataset {config[dataset]:q} --plan-notes {PLAN_NOTES:q} --summary {output.summary:q}"
+        " --html {output.html:q} --log {log:q} --save-results {params.save_results}"
+        " --aggregates {input.aggregates:q} --builds {input.builds:q}"
 
 
 REPORT_OUTPUTS = [f"{RESULTS}/report/summary.txt", f"{RESULTS}/report/index.html"]

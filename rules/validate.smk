@@ -10,8 +10,8 @@ rule validate_definition:
     log:
         f"{RESULTS}/logs/validate/definitions/{{definition}}.log",
     localrule: True
-    script:
-        "../scripts/validate_file.py"
+    shell:
+        "{JOB_CMD} validate --rule {rule} --input {input:q} --out {output:q} --log {log:q}"
 
 
 rule validate_solution:
@@ -22,8 +22,8 @@ rule validate_solution:
     log:
         f"{RESULTS}/logs/validate/solutions/{{solution}}.log",
     localrule: True
-    script:
-        "../scripts/validate_file.py"
+    shell:
+        "{JOB_CMD} validate --rule {rule} --input {input:q} --out {output:q} --log {log:q}"
 
 
 rule validate_workloads:
@@ -34,8 +34,8 @@ rule validate_workloads:
     log:
         f"{RESULTS}/logs/validate/workloads/{{definition}}.log",
     localrule: True
-    script:
-        "../scripts/validate_file.py"
+    shell:
+        "{JOB_CMD} validate --rule {rule} --input {input:q} --out {output:q} --log {log:q}"
 
 
 VALIDATION_OUTPUTS = (

@@ -114,5 +114,5 @@ def test_worker_prestart_only_for_local_gpu_runs(monkeypatch):
 
 
 def test_slurm_profile_turns_prestart_off():
-    text = (Path(__file__).resolve().parents[2] / "profiles/slurm/profile.yaml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "profiles/slurm/config.yaml").read_text()
     assert "prestart_worker=false" in text
