@@ -14,6 +14,9 @@ configfile: str(Path(workflow.basedir) / "config.yaml")
 
 
 from flashinfer_bench.pipeline.settings import coerce_config
+from flashinfer_bench.pipeline.snakemake_tuning import lazy_pandas_params
+
+lazy_pandas_params()
 
 coerce_config(config)
 validate(config, schema="schema/config.schema.json")

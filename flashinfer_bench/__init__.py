@@ -12,9 +12,9 @@ from typing import Any
 
 __version__ = "0.2.0"
 
-from .data import TraceSet  # noqa: E402  (cheap, no torch)
-
 _LAZY = {
+    # lazy too: pydantic's import (~0.35 s) would delay every `flashinfer-bench` command's start
+    "TraceSet": "flashinfer_bench.data",
     "Benchmark": "flashinfer_bench.bench.benchmark",
     "BenchmarkConfig": "flashinfer_bench.bench.config",
     "enable_apply": "flashinfer_bench.apply",

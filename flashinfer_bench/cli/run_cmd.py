@@ -85,34 +85,38 @@ def _runs_locally(profile: Optional[str], extra: List[str]) -> bool:
 
 
 def _prestart(device: str, results: Path) -> None:
-    """Start the build zygote and (on a GPU) the workers now, before Snakemake's own ~2 s start:
-    their torch imports then overlap it. The workflow's `onstart` does the same for a plain
-    `snakemake` run and skips what is already starting (FIB_PRESTARTED)."""
-    from flashinfer_bench.pipeline.plan import detect_device
+    """On a GPU box, start the build zygote and the per-GPU workers now, before Snakemake's own
+    start: their torch imports then overlap it. The workflow's `onstart` does the same for a plain
+    `snakemake` run and skips what is already starting (FIB_PRESTARTED). On the CPU, onstart
+    alone starts the zygote: there a torch import beside Snakemake's start slows both (two
+    cores), and a run with nothing to do never needs it."""
+    from flashinfer_bench.pipeline.gpu_slots import detect_device
     from flashinfer_bench.pipeline.prestart import prestart_workers
 
     if os.environ.get("FIB_PRESTART", "1") == "0":
         return
+    dev = detect_device(device)
+    if not dev.startswith("cuda"):
+        return
     from flashinfer_bench.compile import zygote
 
     zygote.turn_on()
-    dev = detect_device(device)
-    if dev.startswith("cuda"):
-        prestart_workers(dev, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
-        os.environ["FIB_PRESTARTED"] = "1"
+    prestart_workers(dev, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
+    os.environ["FIB_PRESTARTED"] = "1"
 
 
 def _precheck(args: argparse.Namespace, dataset: Path) -> Optional[str]:
+    """A --definitions / --solutions name that matches nothing, as one line (the workflow's own
+    check would end in Snakemake's traceback). Other problems of the dataset the workflow prints
+    itself; without a selection there is nothing to check here."""
+    if not args.definitions and not args.solutions:
+        return None
     from flashinfer_bench.pipeline.plan import build_plan
 
-    if not dataset.is_dir():
-        return f"dataset directory {dataset} does not exist"
     plan = build_plan(dataset, args.device or "auto", args.definitions, args.solutions)
     for p in plan.problems:
         if p.path in ("--definitions", "--solutions"):
             return str(p)
-    for p in plan.problems:
-        print(f"warning: {p}", file=sys.stderr)
     return None
 
 
@@ -135,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         # A config file, not --config: Snakemake reads --config values as strings.
         overrides = _config_overrides(args, dataset, results.resolve())
         cfg_file = results / ".flashinfer-bench-run.json"
-        from flashinfer_bench.data.io import atomic_write_json
+        from flashinfer_bench.atomic import atomic_write_json
 
         atomic_write_json(cfg_file, overrides)
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(wf / "Snakefile"),
@@ -144,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
         if args.gpus is not None:
             cmd += ["--resources", f"gpu={args.gpus}"]
         elif not args.profile:
-            from flashinfer_bench.pipeline.gpu_slots import visible_gpus
-            from flashinfer_bench.pipeline.plan import detect_device
+            from flashinfer_bench.pipeline.gpu_slots import detect_device, visible_gpus
 
             if detect_device(args.device or "auto").startswith("cuda"):
                 cmd += ["--resources", f"gpu={len(visible_gpus())}"]

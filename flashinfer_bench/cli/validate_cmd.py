@@ -10,9 +10,10 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List
 
-from flashinfer_bench.data.io import Problem
+if TYPE_CHECKING:  # the package's data layer loads when the command runs, not at CLI start
+    from flashinfer_bench.data.io import Problem
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

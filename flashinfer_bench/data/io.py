@@ -10,6 +10,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from pydantic import BaseModel, ValidationError
 
+from ..atomic import atomic_write_json, atomic_write_text  # noqa: F401  (re-exported)
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -30,29 +32,6 @@ class DatasetError(ValueError):
     def __init__(self, problems: List[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
-
-
-def atomic_write_text(path: Union[str, Path], text: str) -> None:
-    """Write via a temp file in the same directory and rename, so readers see old or new, never torn."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def atomic_write_json(path: Union[str, Path], obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 def dump_model(model: BaseModel) -> dict:

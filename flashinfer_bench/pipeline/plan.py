@@ -11,7 +11,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, Solution, Trace
 from flashinfer_bench.data.io import Problem, iter_jsonl, read_json, validation_problems
+from flashinfer_bench.pipeline.gpu_slots import detect_device  # noqa: F401  (also imported from here)
 from flashinfer_bench.data.validate import (
     Finding,
     HeaderCache,
@@ -61,24 +61,6 @@ def definition_digest(d: Definition) -> str:
     for a in payload["axes"].values():
         a.pop("description", None)
     return hashlib.sha256(canonical(payload).encode()).hexdigest()[:16]
-
-
-def detect_device(requested: str) -> str:
-    """'auto' becomes 'cuda' when an NVIDIA GPU is visible, else 'cpu'; no torch import."""
-    if requested != "auto":
-        return requested
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return "cpu"
-    if Path("/dev/nvidia0").exists() or (shutil.which("nvidia-smi") and Path("/proc/driver/nvidia").exists()):
-        return "cuda"
-    return "cpu"
-
-
-def count_gpus() -> int:
-    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if cvd not in (None, ""):
-        return len([x for x in cvd.split(",") if x.strip() and x.strip() != "-1"])
-    return len([p for p in Path("/dev").glob("nvidia[0-9]*")]) or 1
 
 
 @dataclass

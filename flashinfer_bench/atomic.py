@@ -1,0 +1,32 @@
+"""Atomic file writes, standard library only: the CLI and the benchmark jobs' thin client use them
+before (or without) importing pydantic; `data.io` re-exports them."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Union
+
+
+def atomic_write_text(path: Union[str, Path], text: str) -> None:
+    """Write via a temp file in the same directory and rename, so readers see old or new, never torn."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_json(path: Union[str, Path], obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
