@@ -30,6 +30,13 @@ include: "rules/aggregate.smk"
 include: "rules/report.smk"
 
 
+# The CPU's one worker: one benchmark job at a time on this machine (unless --resources says).
+# At parse time: the scheduler copies its limits when it is made, before onstart (a resource
+# registered in onstart goes unenforced once the first job returns it).
+if DEVICE == "cpu" and workflow.local_exec and "cpu_worker" not in workflow.global_resources:
+    workflow.register_resource("cpu_worker", 1)
+
+
 # Runs after the DAG is built, before the first job; never in dry runs.
 onstart:
     from flashinfer_bench.data.io import atomic_write_text
@@ -50,12 +57,23 @@ onstart:
         from flashinfer_bench.compile import zygote
 
         zygote.turn_on()
-    # The CPU's one worker: one benchmark job at a time on this machine (unless --resources says).
-    if DEVICE == "cpu" and workflow.local_exec and "cpu_worker" not in workflow.global_resources:
-        workflow.register_resource("cpu_worker", 1)
 
 
 rule all:
     input:
         REPORT_OUTPUTS,
     default_target: True
+
+
+# Without this, every run's process waits up to a second for Snakemake's last rescheduling timer
+# before it exits (flashinfer_bench/pipeline/snakemake_tuning.py).
+onsuccess:
+    from flashinfer_bench.pipeline.snakemake_tuning import cancel_rescheduling_timers
+
+    cancel_rescheduling_timers()
+
+
+onerror:
+    from flashinfer_bench.pipeline.snakemake_tuning import cancel_rescheduling_timers
+
+    cancel_rescheduling_timers()

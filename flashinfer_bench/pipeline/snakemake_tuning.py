@@ -30,3 +30,19 @@ def lazy_pandas_params() -> bool:
     serialize_param._fib_lazy = True  # type: ignore[attr-defined]
     Persistence._serialize_param_pandas = serialize_param
     return True
+
+
+def cancel_rescheduling_timers() -> int:
+    """After each scheduling round Snakemake's job-rate limiter starts a `threading.Timer` that
+    wakes the scheduler one timespan later (1 s by default). The timer is not a daemon thread, so
+    the finished run's process waits for the last one before it exits: ~1 s at the end of every
+    run. Called from onsuccess/onerror, when the scheduler is done and a wake-up has nothing left
+    to do. Returns how many timers were cancelled."""
+    import threading
+
+    n = 0
+    for t in threading.enumerate():
+        if isinstance(t, threading.Timer) and t.is_alive():
+            t.cancel()
+            n += 1
+    return n
