@@ -15,6 +15,8 @@ def atomic_write_text(path: Union[str, Path], text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; keep a replaced file's mode, else what open() would give
+        os.fchmod(fd, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -26,6 +28,15 @@ def atomic_write_text(path: Union[str, Path], text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _mode_for(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def atomic_write_json(path: Union[str, Path], obj: Any) -> None:

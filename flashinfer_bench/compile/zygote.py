@@ -8,6 +8,12 @@ and runs `child.main` exactly as a spawned child would: own session, own working
 environment and log file. The zygote waits for it and sends the exit status back; if the
 requesting process disappears first, the zygote kills the child's process group.
 
+The workflow's other jobs (validate, compile, aggregate, report: `pipeline/job_main.py`) fork
+from it too when one is running: their Python start with pydantic, pandas and the report code
+imported is most of what they cost (a report job 1.2-1.7 s, 0.3 s of it work). Such a child gets
+the job's stdin/stdout/stderr (passed over the socket), working directory, environment and argv,
+and its exit status becomes the job's.
+
 Opt-in: `FIB_BUILD_ZYGOTE=1` (the pipeline sets it and starts the zygote with the workflow, so
 its import overlaps Snakemake's own start-up). Without a running zygote a build spawns its child
 as before. The zygote exits after `IDLE_S` without a request. One zygote per interpreter, search
@@ -50,6 +56,11 @@ def socket_path() -> Path:
         h.update(p.read_bytes())
     base = Path(os.environ.get("FIB_ZYGOTE_DIR") or f"/tmp/fib-build-zygote-{os.getuid()}")
     return base / f"{h.hexdigest()[:16]}.sock"
+
+
+def _send_fds(sock: socket.socket, fds: list) -> None:
+    """Every request starts with one byte carrying the client's stdio fds (none for a build)."""
+    socket.send_fds(sock, [b"F"], fds)
 
 
 def _send(sock: socket.socket, obj: Dict) -> None:
@@ -150,6 +161,7 @@ def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Pa
         return None
     try:
         s.settimeout(10.0)
+        _send_fds(s, [])
         _send(s, {"job": str(job_path), "cwd": str(cwd), "env": env, "log": str(log_path)})
         started = _recv(s)
         if not started or "pid" not in started:
@@ -166,6 +178,33 @@ def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Pa
         return None
     finally:
         s.close()
+
+
+def run_job_main(argv: list) -> Optional[int]:
+    """Exit status of `job_main.py argv` run in a child forked by a running zygote, with this
+    process's stdio, working directory and environment; None when no zygote answers now (the
+    caller then runs the job itself: a job never waits for a zygote that is still starting)."""
+    if not enabled():
+        return None
+    s = _connect(socket_path(), timeout=1.0)
+    if s is None:
+        return None
+    try:
+        s.settimeout(10.0)
+        _send_fds(s, [0, 1, 2])
+        _send(s, {"job_main": list(argv), "cwd": os.getcwd(), "env": dict(os.environ)})
+        started = _recv(s)
+        if not started or "pid" not in started:
+            return None
+        s.settimeout(None)  # Snakemake's own limits apply to the job; killing it kills the child
+        done = _recv(s)
+    except OSError:
+        return None
+    finally:
+        s.close()
+    if not done or "rc" not in done:
+        return 1  # the child started: never run the job a second time
+    return int(done["rc"])
 
 
 # ---------------------------------------------------------------------------------- zygote side
@@ -205,6 +244,55 @@ def _child(req: Dict, inherited: list) -> None:
             os._exit(rc)
 
 
+def _job_main_child(req: Dict, fds: list, inherited: list) -> None:
+    """In the forked child: run `job_main.main(argv)` as the job's own process (never returns)."""
+    rc = 1
+    try:
+        for s in inherited:
+            s.close()
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        sys.stdin = open(0, closefd=False)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        sys.argv = ["job_main.py", *req["job_main"]]
+        from ..pipeline import job_main
+
+        rc = job_main.main(list(req["job_main"]))
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - the job's own failure: printed to its stderr, as a spawned job would
+        traceback.print_exc()
+        rc = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(rc)
+
+
+def _preload_job_modules() -> None:
+    """What the workflow's jobs import, loaded once while the zygote waits (not before it
+    listens: builds need only torch and come first)."""
+    import importlib
+
+    for name in ("flashinfer_bench.pipeline.jobs", "flashinfer_bench.compile.build", "pandas", "flashinfer_bench.report.html"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # optional parts (the report's pandas): the job imports what it can
+            pass
+
+
 def serve(path: Path) -> None:
     import torch  # noqa: F401 - the point of the zygote: children start with it imported
 
@@ -221,19 +309,34 @@ def serve(path: Path) -> None:
     sel.register(srv, selectors.EVENT_READ)
     running: Dict[int, socket.socket] = {}  # child pid -> the connection waiting for it
     last = time.monotonic()
+    preloaded = False
     try:
         while True:
-            for key, _ in sel.select(timeout=0.2):
+            events = sel.select(timeout=0.2)
+            if not events and not preloaded:
+                preloaded = True
+                _preload_job_modules()
+            for key, _ in events:
                 if key.fileobj is srv:
                     conn, _ = srv.accept()
                     conn.settimeout(10.0)
-                    req = _recv(conn)
+                    try:
+                        _, fds, _, _ = socket.recv_fds(conn, 1, 3)
+                        req = _recv(conn)
+                    except OSError:
+                        req, fds = None, []
                     if not req:
+                        for fd in fds:
+                            os.close(fd)
                         conn.close()
                         continue
                     pid = os.fork()
                     if pid == 0:
+                        if "job_main" in req:
+                            _job_main_child(req, fds, [srv, *running.values(), conn])
                         _child(req, [srv, *running.values()])
+                    for fd in fds:
+                        os.close(fd)
                     running[pid] = conn
                     _send(conn, {"pid": pid})
                     sel.register(conn, selectors.EVENT_READ, pid)

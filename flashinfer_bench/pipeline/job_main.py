@@ -3,7 +3,9 @@
 The rules call this file by path from `shell:` (like the benchmark rule's thin client) instead of
 Snakemake's `script:` wrapper: the wrapper starts Python with a preamble that unpickles the job's
 `snakemake` object, which imports Snakemake itself (0.4-1 s of CPU a job, more than most of these
-jobs take; on a GPU box the first build and the final report sit on the critical path).
+jobs take; on a GPU box the first build and the final report sit on the critical path). When the
+build zygote runs (local runs), the job runs in a fork of it, where pydantic, pandas and the
+report code are already imported.
 
     python .../job_main.py compile --solution-file F --definition-file F --out F --log F [--cache-dir D]
 """
@@ -103,5 +105,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+def _in_zygote(argv: List[str]) -> Optional[int]:
+    """The job's exit status when a running build zygote ran it in a fork (its imports already
+    done there: `compile/zygote.py`), else None. The zygote module is loaded by path: importing
+    the package's `compile` would cost what the fork saves."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "compile" / "zygote.py"
+    spec = importlib.util.spec_from_file_location("_fib_zygote", path)
+    if spec is None or spec.loader is None:
+        return None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.run_job_main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = _in_zygote(sys.argv[1:])
+    sys.exit(main() if rc is None else rc)

@@ -58,3 +58,44 @@ def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
     while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
         assert time.monotonic() < deadline, "the hanging build child was not killed"
         time.sleep(0.1)
+
+
+JOB_MAIN = Path(zygote.__file__).resolve().parents[1] / "pipeline" / "job_main.py"
+
+
+def _job_in_zygote(argv: list, cwd: Path) -> "subprocess.CompletedProcess":
+    """A process that hands `job_main.py argv` to the zygote, as the workflow's shell jobs do;
+    prints 'forked' when the zygote ran it (None from run_job_main means it would run itself)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('z', {str(Path(zygote.__file__))!r})\n"
+        "z = importlib.util.module_from_spec(spec); spec.loader.exec_module(z)\n"
+        "rc = z.run_job_main(sys.argv[1:])\n"
+        "print('forked' if rc is not None else 'not forked', flush=True)\n"
+        "sys.exit(rc or 0)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_a_workflow_job_runs_in_a_fork_with_the_callers_stdio_cwd_and_status(running_zygote, tmp_path) -> None:
+    bad = tmp_path / "bad_definition.json"
+    bad.write_text('{"name": "x", "op_type": "rmsnorm"}')  # required fields missing
+    p = _job_in_zygote(["validate", "--rule", "validate_definition", "--input", bad.name, "--out", "out/report.txt",
+                        "--log", "log.txt"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "forked"
+    report = (tmp_path / "out" / "report.txt").read_text()  # relative paths: the caller's cwd
+    assert "problem(s)" in report and "bad_definition.json" in report
+    assert "[flashinfer-bench] validation:" in p.stderr  # the job's stderr is the caller's
+
+
+def test_a_failing_workflow_job_in_the_zygote_fails_with_its_traceback(running_zygote, tmp_path) -> None:
+    p = _job_in_zygote(["compile", "--dataset", str(tmp_path), "--solution-file", "missing.json",
+                        "--definition-file", "missing_def.json", "--out", "b.json", "--log", "b.log"], cwd=tmp_path)
+    assert p.stdout.strip() == "forked"
+    assert p.returncode != 0
+    assert "Traceback" in p.stderr and "missing.json" in p.stderr
+    assert not (tmp_path / "b.json").exists()

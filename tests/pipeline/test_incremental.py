@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,21 @@ def first_run(tmp_path_factory):
     return work, r
 
 
+def _most_at_once(output: str, rule: str) -> int:
+    """How many jobs of `rule` ran at the same time, from Snakemake's job start/finish lines."""
+    running, most, current = set(), 0, None
+    for line in output.splitlines():
+        if re.match(r"^(?:local)?rule (\w+):", line):
+            current = line.split()[-1].rstrip(":")
+        elif current == rule and line.strip().startswith("jobid:"):
+            running.add(line.split(":")[1].strip())
+            most = max(most, len(running))
+        m = re.match(rf"^Finished jobid: (\d+) \(Rule: {rule}\)", line)
+        if m:
+            running.discard(m.group(1))
+    return most
+
+
 def _fresh(tmp_path, first_run):
     """The first run's workdir: the tests below run in file order, each changing one thing after
     the previous one settled (one pipeline run per row of the table keeps the suite fast)."""
@@ -39,6 +55,13 @@ def test_first_run_benchmarks_everything(first_run):
     assert {t.evaluation.status.value for t in traces} == {"PASSED"}, [t.evaluation.log for t in traces]
     assert (work / "results/report/summary.txt").exists()
     assert (work / "results/report/index.html").exists()
+
+
+def test_cpu_benchmark_jobs_run_one_at_a_time(first_run):
+    """The CPU has one worker: a second benchmark job would only hold a core while it waits."""
+    _, r = first_run
+    assert _most_at_once(r.output, "benchmark") == 1, r.output[-3000:]
+    assert _most_at_once(r.output, "compile") == 2  # the other jobs still use both cores
 
 
 def test_noop_runs_nothing(tmp_path, first_run):
