@@ -48,7 +48,7 @@ for s in "$@"; do
     startup) step startup 120 python3 benchmarks/startup_profile.py --dataset shared/anchor-dataset --device cuda ;;
     compile) step compile 300 python3 benchmarks/compile_gpu_check.py ;;
     anchor) step anchor 120 python3 benchmarks/anchor_vs_ncu.py --dataset shared/anchor-dataset --max-time-s 0.35 ;;
-    pipeline) step pipeline 170 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;
+    pipeline) step pipeline 420 python3 benchmarks/pipeline_gpu.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 ;;
     apply) step apply 60 python3 benchmarks/apply_overhead.py --device cuda --upstream-path /tmp/fib012 ;;
     tracing) step tracing 60 python3 benchmarks/tracing_overhead.py --device cuda ;;
     cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
