@@ -160,6 +160,28 @@ def main() -> None:
         rows.append(("ours cold / upstream cold", cold / up_cold, "goal <= 0.8"))
         side_by_side(ds, tmp / "up_cold")
 
+    # Look-ahead A/B on the anchor set, warm caches: the same 21 jobs with the next job waiting at
+    # the GPU's lock (default) and without; alternating, twice each. Latencies must agree within
+    # run-to-run noise (the waiting client and Snakemake's bookkeeping run on other cores).
+    ab = {}
+    for i, la in enumerate((0, 1, 0, 1)):
+        d = tmp / f"ab{i}"
+        shutil.copytree(args.anchor, d, ignore=shutil.ignore_patterns("traces"))
+        (tmp / f"abw{i}").mkdir()
+        w, _ = ours(d, tmp / f"abw{i}/results", env, extra=("--gpu-lookahead", str(la)))
+        ab.setdefault(la, []).append((w, _latencies(d)))
+    for la in (0, 1):
+        rows.append((f"anchor warm, gpu-lookahead {la} (2 runs)", sum(w for w, _ in ab[la]) / 2, " ".join(f"{w:.2f}" for w, _ in ab[la])))
+
+    def rel_diffs(x: dict, y: dict) -> list:
+        return sorted(abs(x[k] / y[k] - 1) * 100 for k in set(x) & set(y))
+
+    for name, x, y in (("lookahead 0 vs 0 (noise)", ab[0][0][1], ab[0][1][1]), ("lookahead 1 vs 1 (noise)", ab[1][0][1], ab[1][1][1]),
+                       ("lookahead 1 vs 0", ab[1][0][1], ab[0][0][1]), ("lookahead 1 vs 0 (2nd pair)", ab[1][1][1], ab[0][1][1])):
+        d = rel_diffs(x, y)
+        if d:
+            rows.append((f"  latency diff {name}", d[len(d) // 2], f"% median, max {d[-1]:.2f}%"))
+
     syn = tmp / "synthetic"
     batches = list(range(1, args.synthetic + 1))
     synthetic(args.anchor, syn, batches)

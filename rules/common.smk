@@ -62,14 +62,16 @@ wildcard_constraints:
     uuid="[^/]+",
 
 
-THIN_CLIENT_CMD = f"{sys.executable} {Path(workflow.basedir) / 'flashinfer_bench' / 'pipeline' / 'thin_client.py'}"
-if not Path(THIN_CLIENT_CMD.split(" ", 1)[1]).exists():  # installed wheel: the package holds it
+PIPELINE_PKG = Path(workflow.basedir) / "flashinfer_bench" / "pipeline"
+if not (PIPELINE_PKG / "thin_client.py").exists():  # installed wheel: the package holds it
     import flashinfer_bench.pipeline as _pl
 
-    THIN_CLIENT_CMD = f"{sys.executable} {Path(_pl.__file__).parent / 'thin_client.py'}"
+    PIPELINE_PKG = Path(_pl.__file__).parent
+# -S: no site-packages until a job needs them (both scripts are stdlib-only on their fast path)
+THIN_CLIENT_CMD = f"{sys.executable} -S {PIPELINE_PKG / 'thin_client.py'}"
 CACHE_DIR = config.get("cache_dir") or ""
 # validate/compile/aggregate/report jobs: a plain command, not Snakemake's script: wrapper
-JOB_CMD = f"{sys.executable} {Path(THIN_CLIENT_CMD.split(' ', 1)[1]).parent / 'job_main.py'}"
+JOB_CMD = f"{sys.executable} -S {PIPELINE_PKG / 'job_main.py'}"
 # What the report lists besides traces (skipped pairs, plan problems); written by onstart, as it
 # can be too long for a command line.
 PLAN_NOTES = f"{RESULTS}/plan/notes.json"

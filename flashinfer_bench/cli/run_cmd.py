@@ -30,7 +30,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--definitions", nargs="+", metavar="NAME")
     p.add_argument("--solutions", nargs="+", metavar="NAME")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--gpus", type=int, help="benchmark jobs at once, one per GPU (default: all visible GPUs)")
+    p.add_argument("--gpus", type=int, help="GPUs to measure on, one benchmark at a time each (default: all visible GPUs)")
+    p.add_argument("--gpu-lookahead", type=int, default=1, metavar="N",
+                   help="benchmark jobs per GPU that wait, client started, while it measures another (default 1; "
+                        "0 = Snakemake starts a job only when a GPU is free)")
     p.add_argument("--profile", help="a Snakemake profile directory, e.g. profiles/slurm")
     p.add_argument("--results", help="where per-job outputs and the report go (default ./results)")
     p.add_argument("--dry-run", action="store_true", help="show the jobs that would run")
@@ -145,13 +148,15 @@ def run(args: argparse.Namespace) -> int:
         cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(wf / "Snakefile"),
                "--cores", str(args.cores), "--keep-going", "--scheduler", "greedy",
                "--rerun-incomplete", "--configfile", str(cfg_file)]
+        # `gpu` caps the benchmark jobs in flight; the slot lock keeps measurements one per GPU
+        in_flight = 1 + max(args.gpu_lookahead, 0)
         if args.gpus is not None:
-            cmd += ["--resources", f"gpu={args.gpus}"]
+            cmd += ["--resources", f"gpu={args.gpus * in_flight}"]
         elif not args.profile:
             from flashinfer_bench.pipeline.gpu_slots import detect_device, visible_gpus
 
             if detect_device(args.device or "auto").startswith("cuda"):
-                cmd += ["--resources", f"gpu={len(visible_gpus())}"]
+                cmd += ["--resources", f"gpu={len(visible_gpus()) * in_flight}"]
         if args.profile:
             cmd += ["--profile", args.profile]
         if args.dry_run:

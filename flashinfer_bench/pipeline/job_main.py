@@ -11,19 +11,18 @@ report code are already imported.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-# Run by path: make the package importable from a checkout as well as from an installed wheel.
-_ROOT = str(Path(__file__).resolve().parents[2])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+if TYPE_CHECKING:
+    import argparse
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> "argparse.ArgumentParser":
+    import argparse
+
     ap = argparse.ArgumentParser(prog="job_main.py", description=__doc__)
     sub = ap.add_subparsers(dest="job", required=True)
 
@@ -122,4 +121,12 @@ def _in_zygote(argv: List[str]) -> Optional[int]:
 
 if __name__ == "__main__":
     rc = _in_zygote(sys.argv[1:])
+    if rc is None:
+        if sys.flags.no_site:  # started with -S (fast path above): site-packages now
+            import site
+
+            site.main()
+        root = str(Path(__file__).resolve().parents[2])  # a checkout that is not pip-installed
+        if root not in sys.path:
+            sys.path.append(root)
     sys.exit(main() if rc is None else rc)

@@ -1,7 +1,8 @@
 """The benchmark job: hand one (solution, workload) to the device's warm worker, write its trace.
 
-Run as a file (`python .../thin_client.py ...`, from the rule's `shell:`), not as a module of the
-package: importing `flashinfer_bench` pulls in pydantic, and Snakemake's `script:` wrapper imports
+Run as a file (`python -S .../thin_client.py ...`, from the rule's `shell:`), not as a module of the
+package, and without site-packages until the full client needs them (`-S`: the site module and
+editable-install finders cost 20-30 ms a job): importing `flashinfer_bench` pulls in pydantic, and Snakemake's `script:` wrapper imports
 snakemake; together about 0.8 s a job, more than most measurements take. This file needs only
 the standard library and two stdlib-only modules of ours, loaded by path: the worker's address
 (`bench/addressing.py`) and its wire format (`bench/protocol.py`); the worker validates the
@@ -11,14 +12,14 @@ which starts the worker and turns every failure into a trace.
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Optional
 
 _PKG = Path(__file__).resolve().parent.parent
 
@@ -34,12 +35,35 @@ def _load(name: str, path: Path):
 def _write_atomic(path: str, text: str) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")  # (tempfile's import costs ~10 ms a job)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     with os.fdopen(fd, "w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, p)
+
+
+_REQUIRED = ("build", "out", "definition-file", "solution-file", "workload", "evaluation", "device", "dataset", "log")
+
+
+def _parse_args(argv: list) -> SimpleNamespace:
+    """`--name value` pairs (argparse's import and parser cost ~10 ms a job)."""
+    vals = {"cache-dir": "", "worker-dir": ""}
+    it = iter(argv)
+    for flag in it:
+        name = flag[2:] if flag.startswith("--") else ""
+        if "=" in name:
+            name, value = name.split("=", 1)
+        else:
+            value = next(it, None)
+        if name not in (*_REQUIRED, "cache-dir", "worker-dir") or value is None:
+            sys.exit(f"thin_client.py: bad argument {flag!r} (expects --NAME VALUE for {', '.join(_REQUIRED)})")
+        vals[name] = value
+    missing = [n for n in _REQUIRED if n not in vals]
+    if missing:
+        sys.exit(f"thin_client.py: missing --{', --'.join(missing)}")
+    return SimpleNamespace(**{k.replace("-", "_"): v for k, v in vals.items()})
 
 
 def _progress(trace: dict, wall: float) -> str:
@@ -53,16 +77,32 @@ def _progress(trace: dict, wall: float) -> str:
     return f"{what}: {ev.get('status')}{': ' + last[-1][:160] if last else ''} [{wall:.2f} s]"
 
 
-def fast_path(a: argparse.Namespace, dataset: Path, device: str) -> dict | None:
-    """The trace dict from a running worker, or None to take the full path."""
+def prepare(a: SimpleNamespace, dataset: Path) -> Optional[dict]:
+    """Everything the request needs, read before the job waits for its GPU; None when the build
+    failed (the full path records that)."""
     build = json.loads(Path(a.build).read_text())
     if build.get("status") != "OK":
         return None
+    evaluation = json.loads(a.evaluation)
+    config = {**evaluation, "worker_dir": str(evaluation.get("worker_dir") or a.worker_dir)}
+    if a.cache_dir:
+        config.setdefault("cache_dir", a.cache_dir)
+    return {
+        "definition": json.loads((dataset / a.definition_file).read_text()),
+        "solution_name": json.loads((dataset / a.solution_file).read_text())["name"],
+        "workload": json.loads(a.workload),
+        "build": build,
+        "config": config,
+        "dataset_root": str(dataset),
+    }
+
+
+def fast_path(req: dict, device: str) -> Optional[dict]:
+    """The trace dict from the device's running worker, or None to take the full path."""
     addressing = _load("_fib_addressing", _PKG / "bench" / "addressing.py")
     protocol = _load("_fib_protocol", _PKG / "bench" / "protocol.py")
-    evaluation = json.loads(a.evaluation)
-    wdir = Path(evaluation.get("worker_dir") or a.worker_dir)
-    sock_path = addressing.worker_paths(device, wdir)["socket"]
+    config = {**req["config"], "device": device}
+    sock_path = addressing.worker_paths(device, Path(config["worker_dir"]))["socket"]
     import socket
 
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -73,19 +113,8 @@ def fast_path(a: argparse.Namespace, dataset: Path, device: str) -> dict | None:
     except OSError:
         s.close()
         return None
-    config = {**evaluation, "device": device, "worker_dir": str(wdir)}
-    if a.cache_dir:
-        config.setdefault("cache_dir", a.cache_dir)
-    req = {
-        "definition": json.loads((dataset / a.definition_file).read_text()),
-        "solution_name": json.loads((dataset / a.solution_file).read_text())["name"],
-        "workload": json.loads(a.workload),
-        "build": build,
-        "config": config,
-        "dataset_root": str(dataset),
-    }
     try:
-        protocol.send_msg(s, {"op": "evaluate", "request": req})
+        protocol.send_msg(s, {"op": "evaluate", "request": {**req, "config": config}})
         msg = protocol.recv_msg(s, timeout=24 * 3600)
         if msg.get("event") != "started":
             return None
@@ -100,25 +129,27 @@ def fast_path(a: argparse.Namespace, dataset: Path, device: str) -> dict | None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    for name in ("build", "out", "definition-file", "solution-file", "workload", "evaluation", "device", "dataset", "log"):
-        ap.add_argument(f"--{name}", required=True)
-    ap.add_argument("--cache-dir", default="")
-    ap.add_argument("--worker-dir", default="")
-    a = ap.parse_args()
+    a = _parse_args(sys.argv[1:])
     t0 = time.perf_counter()
     dataset = Path(a.dataset).resolve()
     if not a.worker_dir:
         env = os.environ.get("FIB_WORKER_DIR")
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
         a.worker_dir = env or f"/tmp/fib-workers-{os.getuid()}" + (f"-cvd{cvd.replace(',', '_')}" if cvd else "")
-    if a.device.startswith("cuda"):
+    req = prepare(a, dataset)
+    trace = None
+    if req is not None and a.device.startswith("cuda"):
         slots = _load("_fib_gpu_slots", _PKG / "pipeline" / "gpu_slots.py")
         with slots.gpu_slot() as dev:
-            trace = fast_path(a, dataset, dev)
-    else:
-        trace = fast_path(a, dataset, "cpu")
+            t0 = time.perf_counter()  # the progress line's time leaves out the wait for the GPU
+            trace = fast_path(req, dev)
+    elif req is not None:
+        trace = fast_path(req, "cpu")
     if trace is None:  # the full client: starts the worker, turns every failure into a trace
+        if sys.flags.no_site:  # started with -S (the rule does, for a fast start): site-packages now
+            import site
+
+            site.main()
         sys.path.insert(0, str(_PKG.parent))
         from flashinfer_bench.pipeline.jobs import benchmark_job
 
