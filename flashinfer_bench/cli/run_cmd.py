@@ -87,25 +87,24 @@ def _runs_locally(profile: Optional[str], extra: List[str]) -> bool:
     return True
 
 
+def _should_prestart(device: str) -> bool:
+    """On a GPU box: the build zygote's and the per-GPU workers' torch imports then overlap
+    Snakemake's own start. On the CPU, the workflow's onstart alone starts the zygote: there a
+    torch import beside Snakemake's start slows both (two cores), and a run with nothing to do
+    never needs it."""
+    from flashinfer_bench.pipeline.gpu_slots import detect_device
+
+    return os.environ.get("FIB_PRESTART", "1") != "0" and detect_device(device).startswith("cuda")
+
+
 def _prestart(device: str, results: Path) -> None:
-    """On a GPU box, start the build zygote and the per-GPU workers now, before Snakemake's own
-    start: their torch imports then overlap it. The workflow's `onstart` does the same for a plain
-    `snakemake` run and skips what is already starting (FIB_PRESTARTED). On the CPU, onstart
-    alone starts the zygote: there a torch import beside Snakemake's start slows both (two
-    cores), and a run with nothing to do never needs it."""
+    """Start the build zygote and the GPU workers (each idempotent, detached, exits when idle)."""
+    from flashinfer_bench.compile import zygote
     from flashinfer_bench.pipeline.gpu_slots import detect_device
     from flashinfer_bench.pipeline.prestart import prestart_workers
 
-    if os.environ.get("FIB_PRESTART", "1") == "0":
-        return
-    dev = detect_device(device)
-    if not dev.startswith("cuda"):
-        return
-    from flashinfer_bench.compile import zygote
-
     zygote.turn_on()
-    prestart_workers(dev, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
-    os.environ["FIB_PRESTARTED"] = "1"
+    prestart_workers(detect_device(device), os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
 
 
 def _precheck(args: argparse.Namespace, dataset: Path) -> Optional[str]:
@@ -164,13 +163,17 @@ def run(args: argparse.Namespace) -> int:
         extra = [a for a in args.snakemake_args if a != "--"]
         cmd += extra
         _unlock_if_stale(cmd)
-        if not args.dry_run and _runs_locally(args.profile, extra):
-            _prestart(args.device or "auto", results)
+        prestart = not args.dry_run and _runs_locally(args.profile, extra) and _should_prestart(args.device or "auto")
+        if prestart:  # done below; the workflow's onstart then leaves it to us
+            os.environ["FIB_PRESTARTED"] = "1"
         print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
         t0 = time.perf_counter()
-        # Snakemake starts (~2 s of imports) while this process checks the selection: a bad
-        # --definitions / --solutions name stops it with one line instead of its traceback.
+        # Snakemake starts (~1 s of imports) while this process starts the zygote and workers and
+        # checks the selection: a bad --definitions / --solutions name stops it with one line
+        # instead of its traceback.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        if prestart:
+            _prestart(args.device or "auto", results)
         why = _precheck(args, dataset)
         if why:
             proc.kill()
