@@ -36,7 +36,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 IDLE_S = 600.0
 START_WAIT_S = 30.0
@@ -208,69 +208,20 @@ def run_job_main(argv: list) -> Optional[int]:
 
 
 # ---------------------------------------------------------------------------------- zygote side
-def _child(req: Dict, inherited: list) -> None:
-    """In the forked child: become the build child of `req` (never returns)."""
+def _exit_with(run: Callable[[], int], inherited: list) -> None:
+    """In a forked child: leave the zygote's sockets and session, run, and exit with run's status
+    (or 1 and the traceback on its stderr); never returns."""
     rc = 1
     try:
-        for s in inherited:  # the zygote's listening socket and other builds' connections
+        for s in inherited:  # the zygote's listening socket and other requests' connections
             s.close()
         os.setsid()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        os.environ["FIB_BUILD_PARENT_PID"] = str(os.getppid())
-        fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        sys.argv = ["flashinfer_bench.compile.child", req["job"]]
-        sys.path.insert(0, req["cwd"])
-        from . import child
-
-        rc = child.main(sys.argv)
-    except SystemExit as e:
-        rc = e.code if isinstance(e.code, int) else 1
-    except BaseException:  # noqa: BLE001 - the build child's own failure: its log says why
-        traceback.print_exc()
-        rc = 1
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(rc)
-
-
-def _job_main_child(req: Dict, fds: list, inherited: list) -> None:
-    """In the forked child: run `job_main.main(argv)` as the job's own process (never returns)."""
-    rc = 1
-    try:
-        for s in inherited:
-            s.close()
-        os.setsid()
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        for target, fd in enumerate(fds[:3]):
-            os.dup2(fd, target)
-        for fd in fds:
-            if fd > 2:
-                os.close(fd)
-        sys.stdin = open(0, closefd=False)
-        sys.stdout = open(1, "w", closefd=False)
-        sys.stderr = open(2, "w", closefd=False)
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        sys.argv = ["job_main.py", *req["job_main"]]
-        from ..pipeline import job_main
-
-        rc = job_main.main(list(req["job_main"]))
+        rc = run()
     except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:  # noqa: BLE001 - the job's own failure: printed to its stderr, as a spawned job would
+    except BaseException:  # noqa: BLE001 - the child's own failure: its log/stderr says why
         traceback.print_exc()
         rc = 1
     finally:
@@ -279,6 +230,43 @@ def _job_main_child(req: Dict, fds: list, inherited: list) -> None:
             sys.stderr.flush()
         finally:
             os._exit(rc)
+
+
+def _build_child(req: Dict) -> int:
+    """Become the build child of `req`: its cwd, environment and log file, then `child.main`."""
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.environ["FIB_BUILD_PARENT_PID"] = str(os.getppid())
+    fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.argv = ["flashinfer_bench.compile.child", req["job"]]
+    sys.path.insert(0, req["cwd"])
+    from . import child
+
+    return child.main(sys.argv)
+
+
+def _job_main_child(req: Dict, fds: list) -> int:
+    """Become the workflow job of `req`: the caller's stdio, cwd, environment and argv."""
+    for target, fd in enumerate(fds[:3]):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    sys.argv = ["job_main.py", *req["job_main"]]
+    from ..pipeline import job_main
+
+    return job_main.main(list(req["job_main"]))
 
 
 def _preload_job_modules() -> None:
@@ -332,9 +320,10 @@ def serve(path: Path) -> None:
                         continue
                     pid = os.fork()
                     if pid == 0:
+                        inherited = [srv, *running.values()]
                         if "job_main" in req:
-                            _job_main_child(req, fds, [srv, *running.values(), conn])
-                        _child(req, [srv, *running.values()])
+                            _exit_with(lambda: _job_main_child(req, fds), [*inherited, conn])
+                        _exit_with(lambda: _build_child(req), inherited)
                     for fd in fds:
                         os.close(fd)
                     running[pid] = conn
