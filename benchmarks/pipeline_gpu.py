@@ -85,6 +85,15 @@ def phases(dataset: Path) -> None:
         print(f"{sol:30s} {wl:32s} {float(sec):7.3f}  " + " ".join(f"{k}={v:.3f}" for k, v in ph.items()))
 
 
+def builds(cache: Path) -> None:
+    """How long each build of the cold run took inside its build process, and how it ran."""
+    print(f"\n{'build of':30s} {'seconds':>8s}  process, warm-up")
+    for m in sorted((cache / "artifacts").glob("*/manifest.json")):
+        d = json.loads(m.read_text())
+        print(f"{d.get('built_by', {}).get('solution', '?'):30s} {float(d.get('build_seconds') or 0):8.2f}  "
+              f"{d.get('build_process', '?')}, {d.get('warmup_axes', d.get('warmup_note', '-'))}")
+
+
 def synthetic(src: Path, dst: Path, batches) -> None:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("traces", "workloads"))
     for d in (src / "definitions").rglob("*.json"):
@@ -141,6 +150,7 @@ def main() -> None:
     cold, _ = ours(ds, tmp / "w/results", env)
     n, inside = eval_seconds(ds)
     phases(ds)
+    builds(tmp / "cache")
     rows.append(("ours: cold run (empty cache, no worker)", cold, f"{n} traces"))
     noop, _ = ours(ds, tmp / "w/results", env)
     rows.append(("ours: no-op re-run", noop, ""))
