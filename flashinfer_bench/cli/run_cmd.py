@@ -87,6 +87,16 @@ def _runs_locally(profile: Optional[str], extra: List[str]) -> bool:
     return True
 
 
+def gpus_to_show(n: int) -> Optional[str]:
+    """CUDA_VISIBLE_DEVICES for a run on the first `n` visible GPUs; None when it sees no more."""
+    from flashinfer_bench.pipeline.gpu_slots import visible_gpus
+
+    visible = visible_gpus()
+    if n <= 0 or n >= len(visible):
+        return None
+    return ",".join(visible[:n])
+
+
 def _should_prestart(device: str) -> bool:
     """On a GPU box: the build zygote's and the per-GPU workers' torch imports then overlap
     Snakemake's own start. On the CPU, the workflow's onstart alone starts the zygote: there a
@@ -151,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
         in_flight = 1 + max(args.gpu_lookahead, 0)
         if args.gpus is not None:
             cmd += ["--resources", f"gpu={args.gpus * in_flight}"]
+            # the slot locks spread jobs over every visible GPU: show this run only its N
+            cvd = gpus_to_show(args.gpus)
+            if cvd is not None:
+                os.environ["CUDA_VISIBLE_DEVICES"] = cvd
         elif not args.profile:
             from flashinfer_bench.pipeline.gpu_slots import detect_device, visible_gpus
 
