@@ -84,6 +84,7 @@ def main() -> None:
                             "--gpus", str(gpus), "--results", str(work / "results")], cwd=work, env=env,
                            capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        (Path(os.environ.get("OUT", "/tmp")) / f"multigpu-run-{gpus}.log").write_text(p.stdout + p.stderr)
         if p.returncode != 0:
             print(p.stdout[-2000:], p.stderr[-4000:])
         tr = traces(ds)
