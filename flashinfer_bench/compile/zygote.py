@@ -282,12 +282,11 @@ def _preload_job_modules() -> None:
 
 
 def serve(path: Path) -> None:
-    import torch  # noqa: F401 - the point of the zygote: children start with it imported
-
-    try:  # Triton solutions' builds import it too (0.5-1 s each); it touches no GPU on import
-        import triton  # noqa: F401
-    except ImportError:
-        pass
+    # the point of the zygote: children start with torch imported. Not Triton: a build decides
+    # per request whether Triton runs interpreted (TRITON_INTERPRET in its environment), and an
+    # import made before that setting breaks interpreted kernels ("Cannot call @triton.jit'd
+    # outside of the scope of a kernel"; tests/compile/test_zygote.py checks it).
+    import torch  # noqa: F401
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -39,6 +39,34 @@ def test_build_is_forked_from_the_zygote_and_loads(running_zygote, cache) -> Non
     assert _manifest(r).get("build_process") == "zygote_fork"
 
 
+TRITON_ADD_VIA_SUM = (
+    "import triton\nimport triton.language as tl\n\n"
+    "@triton.jit\n"
+    "def _k(A, B, C, N, BLOCK: tl.constexpr):\n"
+    "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+    "    m = offs < N\n"
+    "    a = tl.load(A + offs, mask=m, other=0.0)\n"
+    "    b = tl.load(B + offs, mask=m, other=0.0)\n"
+    "    zero = tl.sum(a * 0.0, axis=0)  # tl.sum is itself a @triton.jit function of triton.language\n"
+    "    tl.store(C + offs, a + b + zero, mask=m)\n\n"
+    "def run(a, b, c):\n"
+    "    n = a.numel()\n"
+    "    _k[(triton.cdiv(n, 64),)](a, b, c, n, BLOCK=64)\n"
+)
+
+
+def test_a_triton_build_forked_from_the_zygote_runs_its_kernel(running_zygote, cache) -> None:
+    """On a CPU machine the warm-up runs under TRITON_INTERPRET=1, which the build sets for itself:
+    the zygote must not have imported Triton before that, or kernels that use triton.language's
+    own jit functions (tl.sum, ...) fail with "Cannot call @triton.jit'd outside of the scope of
+    a kernel" (found in the example pipeline's rmsnorm_triton)."""
+    pytest.importorskip("triton")
+    sol = solution({"kernel.py": TRITON_ADD_VIA_SUM}, "kernel.py::run", language="triton", dps=True, name="tri_zyg")
+    r = build(sol, VADD, cache)
+    assert r.status == OK, r.log
+    assert _manifest(r).get("build_process") == "zygote_fork"
+
+
 def test_errors_and_exits_are_reported_as_from_a_spawned_child(running_zygote, cache) -> None:
     r = build(solution({"main.py": "import nonexistent_pkg_xyz\n" + PY_ADD}, "main.py::run"), VADD, cache)
     assert r.status == COMPILE_ERROR and "main.py:1" in r.message and "nonexistent_pkg_xyz" in r.message + r.log
