@@ -88,7 +88,7 @@ def main() -> None:
         t = median([snakemake(w, ds, "--dry-run", "--quiet") for _ in range(args.repeat)])
         rows.append((f"DAG construction, {n} benchmark jobs (-n --quiet, median)", t, 15.0))
         t = snakemake(w, ds, "--dry-run")
-        rows.append((f"  same, listing every job (-n; what run --dry-run prints)", t, None))
+        rows.append(("  same, listing every job (-n; what run --dry-run prints)", t, None))
 
         ex = tmp / "example"
         shutil.copytree(REPO / "dataset", ex, ignore=shutil.ignore_patterns("traces"))

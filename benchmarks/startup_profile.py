@@ -9,7 +9,6 @@ functions with the most cumulative time in the dry run (cProfile inside Snakemak
 from __future__ import annotations
 
 import argparse
-import cProfile
 import io
 import os
 import pstats

@@ -1,12 +1,11 @@
 # Parse-time planning: scan the dataset once (no torch) and expose the job tables to the rules.
 import gc
 import os
-import json
 import sys
 from pathlib import Path
 
-from flashinfer_bench.pipeline.plan import benchmark_params, build_plan, canonical, definition_digest, evaluator_version
-from flashinfer_bench.pipeline.settings import evaluation_for, toolchain_fingerprint
+from flashinfer_bench.pipeline.plan import benchmark_params, build_plan, canonical, definition_digest
+from flashinfer_bench.pipeline.settings import toolchain_fingerprint
 
 DATASET = Path(config["dataset"]).resolve()
 RESULTS = config["results"]
@@ -19,7 +18,6 @@ PLAN = build_plan(
 )
 DEVICE = PLAN.device
 TOOLCHAIN = toolchain_fingerprint()
-EVALUATOR = evaluator_version()
 for _p in PLAN.problems:
     print(f"[flashinfer-bench] {_p.level}: {_p}", file=sys.stderr)
 if not DATASET.is_dir():
@@ -41,8 +39,8 @@ BENCH_PARAMS = benchmark_params(PLAN, config, DEF_DIGEST, RESULTS)
 gc.freeze()
 gc.set_threshold(max(gc.get_threshold()[0], 20000), 10, 10)
 # A GPU each on a GPU box. On the CPU one worker evaluates one job at a time, so a second
-# concurrent benchmark job would only hold a core while it waits: `cpu_worker` (limited to 1 in
-# onstart for local runs) leaves the other cores to compile and validation jobs.
+# concurrent benchmark job would only hold a core while it waits: `cpu_worker` (limited to 1 by
+# the Snakefile for local runs) leaves the other cores to compile and validation jobs.
 BENCH_RESOURCES = {"gpu": 1} if DEVICE.startswith("cuda") else {"cpu_worker": 1}
 # Scheduling order: builds that benchmark jobs wait for, then benchmarks, then the rest (builds of
 # CUDA solutions on a CPU machine, compiled only; validation reports) on the cores left free.

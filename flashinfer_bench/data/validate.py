@@ -131,7 +131,7 @@ def read_safetensors_header(path: Union[str, Path]) -> Dict[str, Dict[str, Any]]
     return out
 
 
-class _HeaderCache:
+class HeaderCache:
     """What many workloads share, computed once: safetensors headers (one file often holds the
     inputs of many workloads) and each definition's checkable constraints."""
 
@@ -156,10 +156,6 @@ class _HeaderCache:
         if isinstance(v, SafetensorsHeaderError):
             raise v
         return v
-
-
-# shared across many `workload_problems` calls (the pipeline's plan checks every workload with one)
-HeaderCache = _HeaderCache
 
 
 # --------------------------------------------------------------------------- definitions
@@ -254,7 +250,7 @@ def workload_problems(
     d: Definition,
     w: Workload,
     dataset_root: Optional[Path] = None,
-    headers: Optional[_HeaderCache] = None,
+    headers: Optional[HeaderCache] = None,
     fields_set: Optional[set] = None,
 ) -> List[Finding]:
     """Checks of one workload against its definition (field paths start at 'workload').
@@ -262,7 +258,7 @@ def workload_problems(
     `dataset_root` resolves safetensors paths; without it their files are not checked.
     """
     out: List[Finding] = []
-    headers = headers or _HeaderCache()
+    headers = headers or HeaderCache()
     if fields_set is not None:
         for f in ("inputs", "uuid"):
             if f not in fields_set:
@@ -352,7 +348,7 @@ def _safetensors_problems(
     dtype: DType,
     shape: Optional[Tuple[int, ...]],
     root: Optional[Path],
-    headers: _HeaderCache,
+    headers: HeaderCache,
 ) -> List[Finding]:
     out: List[Finding] = []
     rel = PurePosixPath(spec.path)
@@ -437,7 +433,7 @@ def validate_trace_set(
     broken = broken or set()
     c = _Collector(ts)
     root = ts.root if check_files else None
-    headers = _HeaderCache()
+    headers = HeaderCache()
     for d in ts.definitions.values():
         c.add(d, definition_problems(d))
         path, _, prefix = ts.origin(d)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -106,9 +105,6 @@ class Plan:
         for j in self.jobs:
             out[j.definition].append(j)
         return out
-
-    def jobs_of(self, definition: str) -> List[Job]:
-        return [j for j in self.jobs if j.definition == definition]
 
 
 def _load_models(root: Path, sub: str, model, problems: List[Problem]):

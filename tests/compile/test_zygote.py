@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,12 +93,9 @@ def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
 JOB_MAIN = Path(zygote.__file__).resolve().parents[1] / "pipeline" / "job_main.py"
 
 
-def _job_in_zygote(argv: list, cwd: Path) -> "subprocess.CompletedProcess":
+def _job_in_zygote(argv: list, cwd: Path) -> subprocess.CompletedProcess:
     """A process that hands `job_main.py argv` to the zygote, as the workflow's shell jobs do;
     prints 'forked' when the zygote ran it (None from run_job_main means it would run itself)."""
-    import subprocess
-    import sys
-
     code = (
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('z', {str(Path(zygote.__file__))!r})\n"
