@@ -389,20 +389,18 @@ def render(p: Plot) -> str:
     pw, ph = right - left, plot_bottom - top
     a(f'<defs><clipPath id="plot-area"><rect x="{left:.1f}" y="{top:.1f}" width="{pw:.1f}" height="{ph:.1f}"/></clipPath></defs>')
 
+    # every grid line and tick mark: (on the x axis?, pixel, major?), minor ones first (drawn under)
+    marks = ([(True, xaxis.px(v), False) for v in xminor] + [(False, yaxis.px(v), False) for v in yminor]
+             + [(True, xaxis.px(v), True) for v, _ in xticks] + [(False, yaxis.px(v), True) for v, _ in yticks])
+
     # grid: minor faint, major a bit stronger
     grid = []
-    for v in xminor:
-        x = xaxis.px(v)
-        grid.append(f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{plot_bottom:.1f}" stroke="#eeeeee"/>')
-    for v in yminor:
-        y = yaxis.px(v)
-        grid.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="#eeeeee"/>')
-    for v, _ in xticks:
-        x = xaxis.px(v)
-        grid.append(f'<line x1="{x:.1f}" y1="{top:.1f}" x2="{x:.1f}" y2="{plot_bottom:.1f}" stroke="#d8d8d8"/>')
-    for v, _ in yticks:
-        y = yaxis.px(v)
-        grid.append(f'<line x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}" stroke="#d8d8d8"/>')
+    for on_x, q, major in marks:
+        stroke = "#d8d8d8" if major else "#eeeeee"
+        if on_x:
+            grid.append(f'<line x1="{q:.1f}" y1="{top:.1f}" x2="{q:.1f}" y2="{plot_bottom:.1f}" stroke="{stroke}"/>')
+        else:
+            grid.append(f'<line x1="{left:.1f}" y1="{q:.1f}" x2="{right:.1f}" y2="{q:.1f}" stroke="{stroke}"/>')
     a('<g stroke-width="1">' + "".join(grid) + "</g>")
 
     # guide lines under the data
@@ -436,18 +434,9 @@ def render(p: Plot) -> str:
     # frame, ticks, tick labels
     a(f'<rect x="{left:.1f}" y="{top:.1f}" width="{pw:.1f}" height="{ph:.1f}" fill="none" stroke="#333333" stroke-width="1"/>')
     tk = []
-    for v in xminor:
-        x = xaxis.px(v)
-        tk.append(f"M{x:.1f},{plot_bottom:.1f}v2.5")
-    for v in yminor:
-        y = yaxis.px(v)
-        tk.append(f"M{left:.1f},{y:.1f}h-2.5")
-    for v, _ in xticks:
-        x = xaxis.px(v)
-        tk.append(f"M{x:.1f},{plot_bottom:.1f}v5")
-    for v, _ in yticks:
-        y = yaxis.px(v)
-        tk.append(f"M{left:.1f},{y:.1f}h-5")
+    for on_x, q, major in marks:
+        length = 5 if major else 2.5
+        tk.append(f"M{q:.1f},{plot_bottom:.1f}v{length:g}" if on_x else f"M{left:.1f},{q:.1f}h-{length:g}")
     a(f'<path d="{"".join(tk)}" stroke="#333333" stroke-width="1"/>')
     lab = []
     for v, t in xticks:
