@@ -26,25 +26,13 @@ from .assemble import assemble_trace, environment
 from .addressing import WorkerUnavailable, code_fingerprint, device_slug, physical_gpu, resolve_device, worker_paths  # noqa: F401
 from .config import EvalConfig
 from .loader import build_to_dict
-from .protocol import ConnectionClosed, recv_msg, send_msg
+from .protocol import ConnectionClosed, connect, recv_msg, send_msg
 
 _PKG = Path(__file__).resolve().parent.parent
 
 
 def worker_dir(config: EvalConfig) -> Path:
     return Path(config.worker_dir) if config.worker_dir else cache_path() / "workers"
-
-
-def _connect(path: Path, timeout: float = 5.0) -> socket.socket:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(str(path))
-    except OSError:
-        s.close()
-        raise
-    s.settimeout(None)
-    return s
 
 
 @contextmanager
@@ -63,13 +51,13 @@ def connect_worker(device: str, config: EvalConfig, spawn: bool = True) -> socke
     wdir = worker_dir(config)
     paths = worker_paths(device, wdir)
     try:
-        return _connect(paths["socket"])
+        return connect(paths["socket"], timeout=5.0)
     except OSError:
         if not spawn:
             raise
     with _flock(paths["lock"]):
         try:
-            return _connect(paths["socket"])
+            return connect(paths["socket"], timeout=5.0)
         except OSError:
             pass
         cache_dir = Path(config.cache_dir) if config.cache_dir else cache_path()
@@ -89,7 +77,7 @@ def connect_worker(device: str, config: EvalConfig, spawn: bool = True) -> socke
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                return _connect(paths["socket"])
+                return connect(paths["socket"], timeout=5.0)
             except OSError:
                 if proc.poll() is not None:
                     break

@@ -19,6 +19,20 @@ class ConnectionClosed(EOFError):
     """The peer closed the connection (or died) before a whole message arrived."""
 
 
+def connect(path: Any, timeout: float) -> socket.socket:
+    """A stream connection to the Unix socket at `path` (OSError when nobody listens there);
+    `timeout` bounds the connect only, the connection itself blocks (recv_msg sets its own)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(path))
+    except OSError:
+        s.close()
+        raise
+    s.settimeout(None)
+    return s
+
+
 def send_msg(sock: socket.socket, obj: Any) -> None:
     data = json.dumps(obj).encode("utf-8")
     if len(data) > MAX_MESSAGE:

@@ -120,6 +120,8 @@ def ensure_started() -> None:
 
 
 def _connect(path: Path, timeout: float) -> Optional[socket.socket]:
+    # not bench.protocol.connect: workflow jobs load this module by path (job_main._in_zygote),
+    # where it cannot import the package; and the timeout stays on for the zygote's replies
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:

@@ -103,15 +103,9 @@ def fast_path(req: dict, device: str) -> Optional[dict]:
     protocol = _load("_fib_protocol", _PKG / "bench" / "protocol.py")
     config = {**req["config"], "device": device}
     sock_path = addressing.worker_paths(device, Path(config["worker_dir"]))["socket"]
-    import socket
-
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.settimeout(5.0)
-        s.connect(str(sock_path))
-        s.settimeout(None)
+        s = protocol.connect(sock_path, timeout=5.0)
     except OSError:
-        s.close()
         return None
     try:
         protocol.send_msg(s, {"op": "evaluate", "request": {**req, "config": config}})
