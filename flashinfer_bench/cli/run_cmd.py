@@ -97,23 +97,20 @@ def gpus_to_show(n: int) -> Optional[str]:
 
 
 def _should_prestart(device: str) -> bool:
-    """On a GPU box: the build zygote's and the per-GPU workers' torch imports then overlap
-    Snakemake's own start. On the CPU, the workflow's onstart alone starts the zygote: there a
-    torch import beside Snakemake's start slows both (two cores), and a run with nothing to do
-    never needs it."""
-    from flashinfer_bench.pipeline.gpu_slots import detect_device
-
-    return os.environ.get("FIB_PRESTART", "1") != "0" and detect_device(device).startswith("cuda")
+    """On a GPU box (`device`: cpu, cuda or cuda:N): the build zygote's and the per-GPU workers'
+    torch imports then overlap Snakemake's own start. On the CPU, the workflow's onstart alone
+    starts the zygote: there a torch import beside Snakemake's start slows both (two cores), and
+    a run with nothing to do never needs it."""
+    return os.environ.get("FIB_PRESTART", "1") != "0" and device.startswith("cuda")
 
 
 def _prestart(device: str, results: Path) -> None:
     """Start the build zygote and the GPU workers (each idempotent, detached, exits when idle)."""
     from flashinfer_bench.compile import zygote
-    from flashinfer_bench.pipeline.gpu_slots import detect_device
     from flashinfer_bench.pipeline.prestart import prestart_workers
 
     zygote.turn_on()
-    prestart_workers(detect_device(device), os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
+    prestart_workers(device, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
 
 
 def _precheck(args: argparse.Namespace, dataset: Path) -> Optional[str]:
@@ -135,9 +132,11 @@ _SHOW = re.compile(r"^\[flashinfer-bench\]|steps \(\d+%\) done|^Error in rule|^E
 
 
 def run(args: argparse.Namespace) -> int:
+    from flashinfer_bench.pipeline.gpu_slots import detect_device, visible_gpus
     from flashinfer_bench.pipeline.workflow import workflow_dir
 
     wf = workflow_dir()
+    device = detect_device(args.device or "auto")  # cpu, cuda or cuda:N; no torch import
     status = 0
     for i, local in enumerate(args.local):
         dataset = Path(local).resolve()
@@ -164,11 +163,8 @@ def run(args: argparse.Namespace) -> int:
             cvd = gpus_to_show(args.gpus)
             if cvd is not None:
                 os.environ["CUDA_VISIBLE_DEVICES"] = cvd
-        elif not args.profile:
-            from flashinfer_bench.pipeline.gpu_slots import detect_device, visible_gpus
-
-            if detect_device(args.device or "auto").startswith("cuda"):
-                cmd += ["--resources", f"gpu={len(visible_gpus()) * in_flight}"]
+        elif not args.profile and device.startswith("cuda"):
+            cmd += ["--resources", f"gpu={len(visible_gpus()) * in_flight}"]
         if args.profile:
             cmd += ["--profile", args.profile]
         if args.dry_run:
@@ -176,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         extra = [a for a in args.snakemake_args if a != "--"]
         cmd += extra
         _unlock_if_stale(cmd)
-        prestart = not args.dry_run and _runs_locally(args.profile, extra) and _should_prestart(args.device or "auto")
+        prestart = not args.dry_run and _runs_locally(args.profile, extra) and _should_prestart(device)
         if prestart:  # done below; the workflow's onstart then leaves it to us
             os.environ["FIB_PRESTARTED"] = "1"
         print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
@@ -186,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         # instead of its traceback.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         if prestart:
-            _prestart(args.device or "auto", results)
+            _prestart(device, results)
         why = _precheck(args, dataset)
         if why:
             proc.kill()
