@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from flashinfer_bench.pipeline.plan import benchmark_params, build_plan, canonical, definition_digest
+from flashinfer_bench.pipeline.plan import benchmark_params, build_plan, canonical, definition_digest, trace_file
 from flashinfer_bench.pipeline.settings import toolchain_fingerprint
 
 DATASET = Path(config["dataset"]).resolve()
@@ -102,4 +102,4 @@ _signature_once(benchmark_job_params)
 
 
 def trace_path(job):
-    return f"{RESULTS}/traces/{job.definition}/{job.solution}/{job.uuid}.json"
+    return trace_file(RESULTS, job)

@@ -225,6 +225,11 @@ def build_plan(
     return plan
 
 
+def trace_file(results: str, job: Job) -> str:
+    """The benchmark job's per-job trace (the rule's output; the aggregate job's input)."""
+    return f"{results}/traces/{job.definition}/{job.solution}/{job.uuid}.json"
+
+
 def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, str], results: str) -> Dict[tuple, Dict[str, str]]:
     """(definition, solution, uuid) -> the benchmark rule's params: `args`, the thin client's
     arguments, shell-quoted (dataset-relative paths, so moving the dataset re-runs nothing; the
@@ -248,9 +253,9 @@ def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, s
         for name, f in plan.solution_files.items()
     }
     def paths(j: Job) -> str:
-        tail = f"{j.definition}/{j.solution}/{j.uuid}"
-        return (f" --build {quote(f'{results}/builds/{j.solution}.json')} --out {quote(f'{results}/traces/{tail}.json')}"
-                f" --log {quote(f'{results}/logs/benchmark/{tail}.log')}")
+        log = f"{results}/logs/benchmark/{j.definition}/{j.solution}/{j.uuid}.log"
+        return (f" --build {quote(f'{results}/builds/{j.solution}.json')} --out {quote(trace_file(results, j))}"
+                f" --log {quote(log)}")
 
     return {
         (j.definition, j.solution, j.uuid): {
