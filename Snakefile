@@ -39,12 +39,12 @@ if DEVICE == "cpu" and workflow.local_exec and "cpu_worker" not in workflow.glob
 
 # Runs after the DAG is built, before the first job; never in dry runs.
 onstart:
-    from flashinfer_bench.data.io import atomic_write_text
+    from flashinfer_bench.atomic import atomic_write_text
     from flashinfer_bench.pipeline.prestart import prestart_workers, should_prestart
 
     # The report job reads the plan's notes from this file (too long for its command line).
     _notes = canonical({"skipped": SKIPPED, "problems": [str(p) for p in PLAN.problems]}) + "\n"
-    if not os.path.exists(PLAN_NOTES) or open(PLAN_NOTES).read() != _notes:
+    if not Path(PLAN_NOTES).is_file() or Path(PLAN_NOTES).read_text() != _notes:
         atomic_write_text(PLAN_NOTES, _notes)
 
     # A local GPU run starts the per-GPU workers now (detached), so their start-up overlaps the
