@@ -15,6 +15,7 @@ PLAN = build_plan(
     definitions=config.get("definitions") or None,
     solutions=config.get("solutions") or None,
     cpu_limits=config.get("cpu", {}),
+    config=config,
 )
 DEVICE = PLAN.device
 TOOLCHAIN = toolchain_fingerprint()

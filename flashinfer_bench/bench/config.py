@@ -41,6 +41,12 @@ class EvalConfig(BaseModel):
     seed: Optional[int] = Field(None, description="base seed; None = drawn once per worker, recorded")
     input_sets: int = Field(8, ge=1, description="distinct input buffers rotated while timing")
     check_timed_outputs: bool = True
+    # --- per family (defaults per op type in data/op_types.py; these override them)
+    inputs: Dict[str, Dict[str, Any]] = Field(
+        default_factory=dict, description="generator specs per input name or glob (data/input_specs.py)"
+    )
+    check: Optional[Dict[str, Any]] = Field(None, description="correctness check: {kind: elementwise|matched_ratio|sampling, ...}")
+    tolerance: Optional[Dict[str, float]] = Field(None, description="{atol, rtol} for every output, under the definition's own")
     profile_baseline: bool = Field(True, description="time the reference (speedup needs it)")
     # --- where it runs
     device: str = "auto"
@@ -54,6 +60,26 @@ class EvalConfig(BaseModel):
         description="run solutions even where the runner could not confine them (sandbox); off by default "
         "(env FIB_ALLOW_UNCONFINED=1 opts out too)",
     )
+
+    @field_validator("inputs")
+    @classmethod
+    def _inputs(cls, v: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+        from ..data.input_specs import spec_problems
+
+        problems = [p for name, spec in v.items() for p in spec_problems(f"inputs.{name}", spec)]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+    @field_validator("tolerance")
+    @classmethod
+    def _tolerance(cls, v: Optional[Dict[str, float]]) -> Optional[Dict[str, float]]:
+        for k, x in (v or {}).items():
+            if k not in ("atol", "rtol"):
+                raise ValueError(f"tolerance.{k}: unknown key (atol, rtol)")
+            if not isinstance(x, (int, float)) or not (0 <= x < float("inf")):
+                raise ValueError(f"tolerance.{k}: must be a finite number >= 0, not {x!r}")
+        return v
 
     @field_validator("device")
     @classmethod

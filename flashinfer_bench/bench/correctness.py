@@ -42,9 +42,16 @@ L2_FLOOR = 1e-3
 _CHUNK = 1 << 24  # elements compared at a time, to bound temporary memory
 
 
-def tolerance_for(definition: Definition, output: str, rtol: Optional[float], atol: Optional[float]) -> Tuple[float, float]:
-    """(atol, rtol) for one output: dtype default < definition.tolerance < config."""
+def tolerance_for(
+    definition: Definition, output: str, rtol: Optional[float], atol: Optional[float],
+    family: Optional[Dict[str, float]] = None,
+) -> Tuple[float, float]:
+    """(atol, rtol) for one output: dtype default < the op type's (`family`, data/op_types.py)
+    < definition.tolerance < config."""
     d_atol, d_rtol = DEFAULT_TOLERANCES.get(definition.outputs[output].dtype, (1e-2, 1e-2))
+    if family and not is_exact(definition.outputs[output].dtype.to_torch()):
+        d_atol = family.get("atol", d_atol)
+        d_rtol = family.get("rtol", d_rtol)
     tol = definition.tolerance
     if tol is not None:
         d_atol = tol.atol if tol.atol is not None else d_atol

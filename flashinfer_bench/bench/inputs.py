@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..data import Definition, DType, Workload
+from ..data.input_specs import INTEGER_KINDS, InputSpecError, generate_integer_inputs
 from ..data.workload import RandomInput, SafetensorsInput, ScalarInput
 
 # integer ranges [lo, hi) per dtype: small and non-negative for the wide types (they usually index
@@ -143,6 +144,32 @@ def axis_values(definition: Definition, workload: Workload) -> Dict[str, int]:
     return definition.axis_values({k: v for k, v in workload.axes.items() if k in definition.var_axes})
 
 
+def _fill_spec_(t: torch.Tensor, spec: Dict[str, Any], gen: torch.Generator, rng: random.Random) -> torch.Tensor:
+    """Draw a float generator kind (normal, uniform, probabilities) into `t` on its device."""
+    kind = spec["kind"]
+    x = torch.empty(t.shape, dtype=torch.float32, device=t.device)
+    if kind == "normal":
+        x.normal_(float(spec.get("mean", 0.0)), float(spec.get("std", 1.0)), generator=gen)
+    elif kind == "uniform":
+        x.uniform_(float(spec.get("low", 0.0)), float(spec.get("high", 1.0)), generator=gen)
+    elif kind == "probabilities":
+        x.normal_(0.0, float(spec.get("scale", 3.0)), generator=gen)
+        x = torch.softmax(x, dim=-1) if x.dim() else torch.ones_like(x)
+    else:  # pragma: no cover - kinds are checked when the config is loaded
+        raise InputError(f"unknown generator kind {kind!r}")
+    fmax = _float_max(t.dtype) if t.dtype.is_floating_point else None
+    if fmax is not None:
+        x.clamp_(-fmax, fmax)
+    t.copy_(x.to(t.dtype))
+    return t
+
+
+def _scalar_from_spec(spec: Dict[str, Any], dtype: DType, gen: torch.Generator, device: torch.device) -> Any:
+    t = torch.empty((), dtype=torch.float32, device=device)
+    _fill_spec_(t, spec, gen, random.Random(0))
+    return _scalar(float(t), dtype)
+
+
 def make_inputs(
     definition: Definition,
     workload: Workload,
@@ -150,52 +177,91 @@ def make_inputs(
     device: torch.device,
     dataset_root: Optional[Path],
     st_cache: Optional[SafetensorsCache] = None,
+    specs: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> List[Any]:
-    """The inputs in definition order: tensors on `device`, or Python scalars (shape null)."""
-    shapes = definition.get_input_shapes(axis_values(definition, workload))
+    """The inputs in definition order: tensors on `device`, or Python scalars (shape null).
+
+    Inputs the workload gives (scalar, safetensors) are used as given; the others follow their
+    generator spec (`specs`, resolved by `data.op_types.family_settings`), `random` by default.
+    Structured integer kinds are drawn by `data.input_specs` (numpy, the same code validation
+    checks constraints with), float kinds here on the device."""
+    specs = specs or {}
+    axes = axis_values(definition, workload)
+    shapes = definition.get_input_shapes(axes)
     gen = make_generator(seed, device)
     rng = random.Random(seed)
-    out: List[Any] = []
+    given: Dict[str, Any] = {}
     for name, spec in definition.inputs.items():
         src = workload.inputs.get(name, RandomInput())
         shape = shapes[name]
         if isinstance(src, ScalarInput):
-            if shape is None:
-                out.append(_scalar(src.value, spec.dtype))
-            else:
-                out.append(torch.full(shape, src.value, dtype=spec.dtype.to_torch(), device=device))
+            given[name] = (
+                _scalar(src.value, spec.dtype) if shape is None
+                else torch.full(shape, src.value, dtype=spec.dtype.to_torch())
+            )
         elif isinstance(src, SafetensorsInput):
-            if dataset_root is None:
-                raise InputError(f"input {name!r} is read from safetensors but no dataset root is known")
-            p = Path(src.path)
-            path = p if p.is_absolute() else Path(dataset_root) / p
-            t = (st_cache or SafetensorsCache()).get(path, src.tensor_key)
-            want = spec.dtype.to_torch()
-            if t.dtype != want:
-                raise InputError(f"input {name!r}: {path}:{src.tensor_key} is {t.dtype}, the definition says {want}")
-            if shape is not None and tuple(t.shape) != tuple(shape):
-                raise InputError(
-                    f"input {name!r}: {path}:{src.tensor_key} has shape {tuple(t.shape)}, the workload's axes give {tuple(shape)}"
-                )
-            out.append(t.to(device, copy=True))
-        elif isinstance(src, RandomInput):
+            given[name] = _read_blob(name, src, spec, shape, dataset_root, st_cache)
+    int_specs = {
+        n: s for n, s in specs.items()
+        if n in definition.inputs and n not in given and s.get("kind") in INTEGER_KINDS
+    }
+    try:
+        drawn = generate_integer_inputs(definition, axes, int_specs, seed, given=given)
+    except InputSpecError as e:
+        raise InputError(str(e)) from e
+    out: List[Any] = []
+    for name, spec in definition.inputs.items():
+        shape = shapes[name]
+        if name in given:
+            v = given[name]
+            out.append(v.to(device, copy=True) if isinstance(v, torch.Tensor) else v)
+        elif name in drawn:
+            v = drawn[name]
+            out.append(
+                _scalar(v, spec.dtype) if shape is None
+                else torch.from_numpy(v).to(dtype=spec.dtype.to_torch(), device=device)
+            )
+        else:
+            g = specs.get(name, {"kind": "random"})
             if shape is None:
-                out.append(_random_scalar(spec.dtype, rng))
-            else:
-                t = torch.empty(shape, dtype=spec.dtype.to_torch(), device=device)
-                out.append(fill_random_(t, gen, rng))
-        else:  # pragma: no cover - the Workload model admits only these three
-            raise InputError(f"input {name!r}: unknown input type {type(src).__name__}")
+                out.append(_random_scalar(spec.dtype, rng) if g["kind"] == "random" else _scalar_from_spec(g, spec.dtype, gen, device))
+                continue
+            t = torch.empty(shape, dtype=spec.dtype.to_torch(), device=device)
+            out.append(fill_random_(t, gen, rng) if g["kind"] == "random" else _fill_spec_(t, g, gen, rng))
     return out
 
 
-def random_input_mask(definition: Definition, workload: Workload) -> List[bool]:
-    """Which inputs are random tensors (those get fresh content while timing)."""
-    shapes_known = {n: s.shape is not None for n, s in definition.inputs.items()}
+def _read_blob(
+    name: str, src: SafetensorsInput, spec: Any, shape: Optional[Tuple[int, ...]],
+    dataset_root: Optional[Path], st_cache: Optional[SafetensorsCache],
+) -> torch.Tensor:
+    if dataset_root is None:
+        raise InputError(f"input {name!r} is read from safetensors but no dataset root is known")
+    p = Path(src.path)
+    path = p if p.is_absolute() else Path(dataset_root) / p
+    t = (st_cache or SafetensorsCache()).get(path, src.tensor_key)
+    want = spec.dtype.to_torch()
+    if t.dtype != want:
+        raise InputError(f"input {name!r}: {path}:{src.tensor_key} is {t.dtype}, the definition says {want}")
+    if shape is not None and tuple(t.shape) != tuple(shape):
+        raise InputError(
+            f"input {name!r}: {path}:{src.tensor_key} has shape {tuple(t.shape)}, the workload's axes give {tuple(shape)}"
+        )
+    return t
+
+
+def random_input_mask(
+    definition: Definition, workload: Workload, specs: Optional[Dict[str, Dict[str, Any]]] = None
+) -> List[bool]:
+    """Which inputs get fresh content before every timed call: random tensors of the default
+    kind. Structured inputs (offsets, indices, probabilities, scales ...) keep their content,
+    which the definition's constraints and the reference depend on."""
+    specs = specs or {}
     mask = []
-    for name in definition.inputs:
+    for name, tspec in definition.inputs.items():
         src = workload.inputs.get(name, RandomInput())
-        mask.append(isinstance(src, RandomInput) and shapes_known[name])
+        kind = specs.get(name, {}).get("kind", "random")
+        mask.append(isinstance(src, RandomInput) and tspec.shape is not None and kind == "random")
     return mask
 
 

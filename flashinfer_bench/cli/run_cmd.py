@@ -8,7 +8,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
+
+DATASET_ERROR_EXIT = 3  # the run finished, but part of the dataset could not be benchmarked
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true", help="show the jobs that would run")
     p.add_argument("--save-results", dest="save_results", action="store_true", default=True)
     p.add_argument("--no-save-results", dest="save_results", action="store_false")
+    p.add_argument("--missing-blobs", choices=("error", "generate"),
+                   help="a workload input whose safetensors file is missing: an error for that workload (default), "
+                        "or drawn from the input's generator spec instead")
+    p.add_argument("--ignore-dataset-errors", action="store_true",
+                   help="exit 0 even when the dataset has errors (the good part is benchmarked either way)")
     p.add_argument("--log-level", default="INFO", help="DEBUG shows Snakemake's full output")
     p.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --, passed to snakemake")
     p.set_defaults(func=run)
@@ -51,6 +58,8 @@ def _config_overrides(args: argparse.Namespace, dataset: Path, results: Path) ->
         cfg["definitions"] = args.definitions
     if args.solutions:
         cfg["solutions"] = args.solutions
+    if getattr(args, "missing_blobs", None):
+        cfg["missing_blobs"] = args.missing_blobs
     ev = {}
     for flag, key in (("warmup_runs", "warmup_runs"), ("iterations", "iterations"), ("num_trials", "num_trials"),
                       ("rtol", "rtol"), ("atol", "atol"), ("timeout", "timeout_s")):
@@ -113,19 +122,17 @@ def _prestart(device: str, results: Path) -> None:
     prestart_workers(device, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
 
 
-def _precheck(args: argparse.Namespace, dataset: Path) -> Optional[str]:
-    """A --definitions / --solutions name that matches nothing, as one line (the workflow's own
-    check would end in Snakemake's traceback). Other problems of the dataset the workflow prints
-    itself; without a selection there is nothing to check here."""
-    if not args.definitions and not args.solutions:
-        return None
+def _precheck(args: argparse.Namespace, dataset: Path, config: dict) -> Tuple[Optional[str], int]:
+    """(A --definitions / --solutions name that matches nothing, as one line (the workflow's own
+    check would end in Snakemake's traceback); the number of dataset errors). The workflow prints
+    the problems itself; the count decides the exit status once the good part has run."""
     from flashinfer_bench.pipeline.plan import build_plan
 
-    plan = build_plan(dataset, args.device or "auto", args.definitions, args.solutions)
+    plan = build_plan(dataset, args.device or "auto", args.definitions, args.solutions, config=config)
     for p in plan.problems:
         if p.path in ("--definitions", "--solutions"):
-            return str(p)
-    return None
+            return str(p), 0
+    return None, len(plan.errors)
 
 
 _SHOW = re.compile(r"^\[flashinfer-bench\]|steps \(\d+%\) done|^Error in rule|^Exiting because|WorkflowError|^Nothing to be done|MissingInput|^Job \d+ .*failed")
@@ -183,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         if prestart:
             _prestart(device, results)
-        why = _precheck(args, dataset)
+        why, dataset_errors = _precheck(args, dataset, overrides)
         if why:
             proc.kill()
             proc.wait()
@@ -195,6 +202,15 @@ def run(args: argparse.Namespace) -> int:
         if summary.exists() and not args.dry_run:
             print(summary.read_text())
         print(f"flashinfer-bench: {'finished' if rc == 0 else 'FAILED (exit %d)' % rc} in {wall:.1f} s", file=sys.stderr)
+        if rc == 0 and dataset_errors and not args.dry_run:
+            print(
+                f"flashinfer-bench: {dataset} has {dataset_errors} error(s) (listed above; `flashinfer-bench validate "
+                f"--local {dataset}` shows each with its file and line): what they concern was not benchmarked, the rest "
+                f"was. Exit status {DATASET_ERROR_EXIT} (--ignore-dataset-errors: 0).",
+                file=sys.stderr,
+            )
+            if not args.ignore_dataset_errors:
+                rc = DATASET_ERROR_EXIT
         status = status or rc
     return status
 

@@ -132,19 +132,10 @@ def read_safetensors_header(path: Union[str, Path]) -> Dict[str, Dict[str, Any]]
 
 
 class HeaderCache:
-    """What many workloads share, computed once: safetensors headers (one file often holds the
-    inputs of many workloads) and each definition's checkable constraints."""
+    """Safetensors headers, read once (one file often holds the inputs of many workloads)."""
 
     def __init__(self) -> None:
         self._cache: Dict[Path, Union[Dict[str, Any], SafetensorsHeaderError]] = {}
-        self._defs: Dict[int, Tuple[Definition, Definition]] = {}
-
-    def checkable(self, d: Definition) -> Definition:
-        hit = self._defs.get(id(d))
-        if hit is None or hit[0] is not d:
-            hit = (d, _checkable_constraints(d))
-            self._defs[id(d)] = hit
-        return hit[1]
 
     def get(self, path: Path) -> Dict[str, Any]:
         if path not in self._cache:
@@ -162,6 +153,7 @@ class HeaderCache:
 def definition_problems(d: Definition) -> List[Finding]:
     """Our strict checks of one definition (field paths relative to the definition)."""
     out = [_err(f, m) for f, m in d.problem_items(strict=True)]
+    out += [_warn(f, m) for f, m in d.constraint_findings()]
     for group in ("tags", "constraints"):
         for i, v in enumerate(getattr(d, group)):
             if not v.strip():
@@ -252,10 +244,16 @@ def workload_problems(
     dataset_root: Optional[Path] = None,
     headers: Optional[HeaderCache] = None,
     fields_set: Optional[set] = None,
+    specs: Optional[Dict[str, Dict[str, Any]]] = None,
+    missing_blobs: str = "error",
 ) -> List[Finding]:
     """Checks of one workload against its definition (field paths start at 'workload').
 
-    `dataset_root` resolves safetensors paths; without it their files are not checked.
+    `dataset_root` resolves safetensors paths; without it their files are not checked. `specs`
+    are the definition's resolved input generators (default: the shipped ones of its op type):
+    constraints that read tensor values are checked on the inputs the run would generate, and on
+    blobs that exist. `missing_blobs="generate"` reports a missing blob as a warning (the run
+    draws that input from its generator instead).
     """
     out: List[Finding] = []
     headers = headers or HeaderCache()
@@ -297,8 +295,7 @@ def workload_problems(
             if group == "inputs":
                 shapes = got
         if axes_ok:
-            for expr in headers.checkable(d).check_constraints(w.axes):
-                out.append(_err("workload.axes", f"constraint {expr!r} does not hold for {dict(w.axes)}"))
+            out += _constraint_problems(d, w, dataset_root, specs, missing_blobs)
     for name, spec in w.inputs.items():
         field = f"workload.inputs.{name}"
         if name not in d.inputs:
@@ -325,21 +322,89 @@ def workload_problems(
             if tspec.shape is None:
                 out.append(_warn(field, "a random value for a scalar input"))
         elif isinstance(spec, SafetensorsInput):
-            out += _safetensors_problems(field, spec, tspec.dtype, shapes.get(name), dataset_root, headers)
+            found = _safetensors_problems(field, spec, tspec.dtype, shapes.get(name), dataset_root, headers)
+            if missing_blobs == "generate":
+                found = [
+                    _warn(f.field, f.message + " (missing_blobs=generate: drawn from its generator instead)")
+                    if f.message.startswith("file ") and "not found" in f.message else f
+                    for f in found
+                ]
+            out += found
     for name, tspec in d.inputs.items():
         if tspec.shape is None and name not in w.inputs:
             out.append(_warn("workload.inputs", f"scalar input {name!r} has no value (it will be random)"))
     return out
 
 
-def _checkable_constraints(d: Definition) -> Definition:
-    """The definition with only the constraints that are sound expressions over its axes (the
-    others are reported once, on the definition, not on every workload)."""
-    bad = {f for f, _ in d.problem_items(strict=True) if f.startswith("constraints[")}
-    if not bad:
-        return d
-    keep = [c for i, c in enumerate(d.constraints) if f"constraints[{i}]" not in bad]
-    return d.model_copy(update={"constraints": keep})
+def _blob_values(d: Definition, w: Workload, root: Optional[Path], names: set, missing_blobs: str) -> Dict[str, Any]:
+    """Blob inputs that constraints read, as numpy arrays (None for a blob that cannot be read:
+    its own problem is reported by the safetensors check)."""
+    out: Dict[str, Any] = {}
+    for name in names:
+        src = w.inputs.get(name)
+        if not isinstance(src, SafetensorsInput):
+            continue
+        p = Path(src.path)
+        path = p if p.is_absolute() or root is None else Path(root) / p
+        if not path.is_file():
+            out[name] = "generate" if missing_blobs == "generate" else None
+            continue
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(path), framework="np") as f:
+                out[name] = f.get_tensor(src.tensor_key)
+        except (OSError, KeyError, ValueError, TypeError, SafetensorError):
+            out[name] = None  # unreadable, no such key, or a dtype numpy lacks: reported by the header check
+    return out
+
+
+def _constraint_problems(
+    d: Definition, w: Workload, root: Optional[Path], specs: Optional[Dict[str, Dict[str, Any]]], missing_blobs: str,
+) -> List[Finding]:
+    """The constraints on this workload: over its axes and input shapes, then (for those that read
+    tensor values) over the inputs the run would use: blobs that exist, and the structured inputs
+    the generators draw (the same code, with seed 0)."""
+    from .input_specs import INTEGER_KINDS, InputSpecError, generate_integer_inputs
+    from .op_types import family_settings
+
+    if specs is None:
+        specs = family_settings(d)["inputs"]
+    var = {a: w.axes[a] for a in d.var_axes}
+    report = d.constraint_report(var)
+    out = [_err("workload.axes", f"constraint {f.message} does not hold (constraints[{f.index}])") for f in report.failed]
+    scalars = {n: s.value for n, s in w.inputs.items() if isinstance(s, ScalarInput)}
+    blobs = _blob_values(d, w, root, {n for n, s in w.inputs.items() if isinstance(s, SafetensorsInput)}, missing_blobs)
+    given: Dict[str, Any] = {n: v for n, v in blobs.items() if v is not None and not isinstance(v, str)}
+    given.update(scalars)
+    drawable = {
+        n: s for n, s in specs.items()
+        if s.get("kind") in INTEGER_KINDS and n in d.inputs
+        and (n not in w.inputs or isinstance(w.inputs[n], RandomInput) or blobs.get(n) == "generate")
+    }
+    try:
+        drawn = generate_integer_inputs(d, var, drawable, seed=0, given=given, dry=True)
+    except InputSpecError as e:
+        return out + [_err("workload.inputs", f"cannot generate the inputs from the axes: {e}")]
+    if not report.deferred:
+        return out
+    values = {**given, **drawn}
+    later = d.constraint_report(var, values)
+    unread = {n for _, _, n in report.deferred} - set(values)
+    for f in later.failed:
+        out.append(_err(
+            "workload.inputs",
+            f"constraint {f.message} does not hold (constraints[{f.index}]) on the "
+            + ("blob" if any(n in given for n in names_in_constraint(f.expr)) else "generated") + " inputs",
+        ))
+    del unread  # constraints on random or unreadable inputs are checked on the actual inputs at run time
+    return out
+
+
+def names_in_constraint(expr: str) -> set:
+    from .expr import names_in
+
+    return set(names_in(expr))
 
 
 def _safetensors_problems(

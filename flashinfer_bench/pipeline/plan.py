@@ -137,10 +137,14 @@ def build_plan(
     definitions: Optional[List[str]] = None,
     solutions: Optional[List[str]] = None,
     cpu_limits: Optional[Dict[str, float]] = None,
+    config: Optional[Dict[str, Any]] = None,
 ) -> Plan:
     """Definitions, solutions and workloads that pass `flashinfer_bench.data.validate`'s checks of
     one entity (errors drop the entity and what depends on it; warnings are only reported), and
-    one job per (selected solution, valid workload) that fits the device."""
+    one job per (selected solution, valid workload) that fits the device.
+
+    `config` (the workflow config) supplies the input generator overrides that workloads are
+    checked with, and `missing_blobs` (error | generate)."""
     root = Path(dataset)
     plan = Plan(dataset=root, device=detect_device(device))
     probs = plan.problems
@@ -180,6 +184,9 @@ def build_plan(
         plan.solutions = {k: v for k, v in plan.solutions.items() if k in solutions}
 
     headers = HeaderCache()
+    config = config or {}
+    missing_blobs = str(config.get("missing_blobs") or "error")
+    specs = {name: _input_specs(d, config, plan.device) for name, d in plan.definitions.items()}
     for f in sorted((root / "workloads").rglob("*.jsonl")):
         for line, obj, lp in iter_jsonl(f):
             probs += lp
@@ -194,8 +201,11 @@ def build_plan(
             if d is None:
                 continue
             wl = t.workload
-            if _located(workload_problems(d, wl, root, headers, wl.model_fields_set), f, probs, line):
+            found = workload_problems(d, wl, root, headers, wl.model_fields_set, specs[d.name], missing_blobs)
+            if _located(found, f, probs, line):
                 continue
+            if missing_blobs == "generate":
+                wl = _blobs_to_generators(wl, root)
             table = plan.workloads.setdefault(d.name, {})
             if wl.uuid in table:
                 probs.append(Problem(str(f), f"duplicate workload uuid {wl.uuid!r}", line, "workload.uuid"))
@@ -225,6 +235,32 @@ def build_plan(
     return plan
 
 
+def _input_specs(d: Definition, config: Dict[str, Any], device: str) -> Dict[str, Dict[str, Any]]:
+    """The definition's resolved generator specs: shipped op-type defaults under the config's."""
+    from flashinfer_bench.data.op_types import family_settings
+
+    from .settings import evaluation_for
+
+    ev = evaluation_for(config, d.name, device, d.op_type) if config else {}
+    return family_settings(d, ev.get("inputs"))["inputs"]
+
+
+def _blobs_to_generators(wl: Any, root: Path) -> Any:
+    """missing_blobs=generate: inputs whose safetensors file is missing are drawn instead (the
+    workload says so: `generated_for_missing_blob`)."""
+    from flashinfer_bench.data.workload import RandomInput, SafetensorsInput
+
+    inputs = dict(wl.inputs)
+    changed = False
+    for name, src in wl.inputs.items():
+        if isinstance(src, SafetensorsInput):
+            p = Path(src.path)
+            if not (p if p.is_absolute() else root / p).is_file():
+                inputs[name] = RandomInput(generated_for_missing_blob=src.path)
+                changed = True
+    return wl.model_copy(update={"inputs": inputs}) if changed else wl
+
+
 def trace_file(results: str, job: Job) -> str:
     """The benchmark job's per-job trace (the rule's output; the aggregate job's input)."""
     return f"{results}/traces/{job.definition}/{job.solution}/{job.uuid}.json"
@@ -243,7 +279,7 @@ def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, s
     root = plan.dataset
     per_def = {}
     for name in plan.definitions:
-        ev = canonical(evaluation_for(config, name, plan.device))
+        ev = canonical(evaluation_for(config, name, plan.device, plan.definitions[name].op_type))
         per_def[name] = (
             f" --definition-file {quote(str(Path(plan.definition_files[name]).relative_to(root)))}"
             f" --evaluation {quote(ev)} --device {quote(plan.device)}"
@@ -290,8 +326,29 @@ def cpu_skip_reason(d: Definition, s: Solution, axes: Dict[str, int], limits: Di
     limit = limits.get(key)
     if limit is not None and n > limit:
         return f"{n} elements is above the CPU limit cpu.{key}={int(limit)}"
+    limit = limits.get("max_bytes")
+    if limit is not None:
+        nbytes = d.bytes_moved(var)
+        if nbytes > limit:
+            return f"{nbytes / 2**20:.0f} MiB of tensors is above the CPU limit cpu.max_bytes={limit / 2**20:.0f} MiB"
     flops = d.flop_count(var)
+    estimated = flops is None
+    if estimated:
+        flops = work_estimate(d, values)
     limit = limits.get("max_flops")
     if flops is not None and limit is not None and flops > limit:
-        return f"{flops:.3g} FLOP is above the CPU limit cpu.max_flops={limit:.3g}"
+        what = "estimated operations (no `flops` in the definition)" if estimated else "FLOP"
+        return f"{flops:.3g} {what} is above the CPU limit cpu.max_flops={limit:.3g}"
     return None
+
+
+def work_estimate(d: Definition, values: Dict[str, int]) -> float:
+    """Operations a definition without a `flops` field likely needs: the largest product of the
+    axes two of its tensors span together (a GEMM's A[M,K] and B[N,K] give M*N*K; an elementwise
+    op gives its tensor's size). Twice that, as a multiply-add counts two."""
+    shapes = [set(s.shape) for s in list(d.inputs.values()) + list(d.outputs.values()) if s.shape]
+    best = 0
+    for i, a in enumerate(shapes):
+        for b in shapes[i:]:
+            best = max(best, math.prod(values[x] for x in a | b))
+    return 2.0 * best

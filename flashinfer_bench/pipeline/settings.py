@@ -5,13 +5,14 @@ import shutil
 import subprocess
 from functools import lru_cache
 from importlib import metadata
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 _TOOL_PACKAGES = ("torch", "triton", "apache-tvm-ffi", "tilelang")
 
 
-def evaluation_for(config: Dict[str, Any], definition: str, device: str) -> Dict[str, Any]:
-    """`evaluation`, then `cpu.evaluation` on the CPU, then `definition_evaluation[definition]`.
+def evaluation_for(config: Dict[str, Any], definition: str, device: str, op_type: Optional[str] = None) -> Dict[str, Any]:
+    """`evaluation`, then `cpu.evaluation` on the CPU, then `op_type_evaluation[op_type]`, then
+    `definition_evaluation[definition]` (generator specs under `inputs` merge per input name).
 
     Only the settings that apply to a job are in its params, so changing one definition's
     override re-runs only that definition's benchmarks.
@@ -19,7 +20,16 @@ def evaluation_for(config: Dict[str, Any], definition: str, device: str) -> Dict
     ev = dict(config.get("evaluation") or {})
     if device == "cpu":
         ev.update((config.get("cpu") or {}).get("evaluation") or {})
-    ev.update((config.get("definition_evaluation") or {}).get(definition) or {})
+    layers = []
+    if op_type is not None:
+        layers.append((config.get("op_type_evaluation") or {}).get(op_type) or {})
+    layers.append((config.get("definition_evaluation") or {}).get(definition) or {})
+    for layer in layers:
+        for k, v in layer.items():
+            if k == "inputs" and isinstance(v, dict):
+                ev["inputs"] = {**(ev.get("inputs") or {}), **v}
+            else:
+                ev[k] = v
     return ev
 
 
@@ -62,11 +72,12 @@ def coerce_config(config: Dict[str, Any]) -> None:
     if isinstance(cpu, dict):
         for k, v in list(cpu.items()):
             cpu[k] = {kk: _coerce(vv) for kk, vv in v.items()} if isinstance(v, dict) else _coerce(v)
-    per = config.get("definition_evaluation")
-    if isinstance(per, dict):
-        for d, ev in per.items():
-            if isinstance(ev, dict):
-                per[d] = {k: _coerce(v) for k, v in ev.items()}
+    for key in ("definition_evaluation", "op_type_evaluation"):
+        per = config.get(key)
+        if isinstance(per, dict):
+            for d, ev in per.items():
+                if isinstance(ev, dict):
+                    per[d] = {k: _coerce(v) for k, v in ev.items()}
     for key in ("save_results", "prestart_worker"):
         if key in config:
             config[key] = _coerce(config[key])
