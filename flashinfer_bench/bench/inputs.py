@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..data import Definition, DType, Workload
-from ..data.input_specs import INTEGER_KINDS, InputSpecError, generate_integer_inputs
+from ..data.input_specs import INTEGER_KINDS, InputSpecError, float_params, generate_integer_inputs
 from ..data.workload import RandomInput, SafetensorsInput, ScalarInput
 
 # integer ranges [lo, hi) per dtype: small and non-negative for the wide types (they usually index
@@ -223,6 +223,11 @@ def make_inputs(
             )
         else:
             g = specs.get(name, {"kind": "random"})
+            if g["kind"] != "random":
+                try:
+                    g = float_params(name, g, definition, axes)
+                except InputSpecError as e:
+                    raise InputError(str(e)) from e
             if shape is None:
                 out.append(_random_scalar(spec.dtype, rng) if g["kind"] == "random" else _scalar_from_spec(g, spec.dtype, gen, device))
                 continue

@@ -13,6 +13,7 @@ SUBCOMMANDS = {
     "run": "flashinfer_bench.cli.run_cmd",
     "validate": "flashinfer_bench.cli.validate_cmd",
     "report": "flashinfer_bench.cli.report_cmd",
+    "inputs": "flashinfer_bench.cli.inputs_cmd",
 }
 
 

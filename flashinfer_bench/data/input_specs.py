@@ -16,7 +16,8 @@ Kinds (expressions are over the definition's axes, e.g. `"num_pages * page_size"
 
 - `random` (default): floats N(mu, 1) with a non-zero mean and rare outliers, integers in a small
   range, refreshed before every timed call;
-- `normal` {mean, std}, `uniform` {low, high}: floats (a scalar input gets one value);
+- `normal` {mean, std}, `uniform` {low, high}: floats (a scalar input gets one value; the
+  bounds may be expressions, e.g. `"1/sqrt(head_dim)"`);
 - `probabilities` {scale}: rows of softmax(N(0, scale)) along the last axis (each row sums to 1);
 - `integers` {low, high, multiple_of}: integers in [low, high] (inclusive);
 - `offsets` {total, min_segment, cover, cover_unit}: a 1-D array [0, ..., total] of len n+1, non
@@ -113,6 +114,14 @@ def resolve_input_specs(definition: Definition, layers: Sequence[Optional[Mappin
                         out[name] = dict(spec)
                         break
     return out
+
+
+def float_params(name: str, spec: Mapping[str, Any], definition: Definition, axes: Mapping[str, int]) -> Dict[str, Any]:
+    """A float kind's spec with its expressions (`"1/sqrt(head_dim)"`) evaluated over the axes."""
+    values: Dict[str, int] = dict(definition.const_axes)
+    values.update({k: int(v) for k, v in axes.items() if k in definition.axes})
+    full = _full(spec)
+    return {k: (_value(f"inputs.{name}.{k}", v, values) if k != "kind" else v) for k, v in full.items()}
 
 
 def _full(spec: Mapping[str, Any]) -> Dict[str, Any]:

@@ -30,13 +30,17 @@ _PAGED_KV = {
     "kv_last_page_len": {"kind": "last_page_len", "page_size": "page_size", "indptr": "kv_indptr", "cover": "qo_indptr"},
 }
 
+# a workload that gives no softmax scale gets FlashInfer's default
+_GQA_SCALE = {"sm_scale": {"kind": "uniform", "low": "1/sqrt(head_dim)", "high": "1/sqrt(head_dim)"}}
+
 OP_TYPE_DEFAULTS: Dict[str, Dict[str, Any]] = {
-    "gqa_paged": {"inputs": _PAGED_KV, "tolerance": ATTENTION_TOLERANCE},
+    "gqa_paged": {"inputs": {**_PAGED_KV, **_GQA_SCALE}, "tolerance": ATTENTION_TOLERANCE},
     "mla_paged": {"inputs": _PAGED_KV, "tolerance": ATTENTION_TOLERANCE},
     "gqa_ragged": {
         "inputs": {
             "qo_indptr": {"kind": "offsets", "total": "total_q"},
             "kv_indptr": {"kind": "offsets", "total": "total_kv", "cover": "qo_indptr"},
+            **_GQA_SCALE,
         },
         "tolerance": ATTENTION_TOLERANCE,
     },
