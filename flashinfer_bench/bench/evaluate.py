@@ -28,7 +28,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..data import Definition, ShapeError, Workload
+from ..data.op_types import family_settings
 from . import timing
+from .checks import CheckSpecError, make_checker
 from .config import EvalConfig
 from .correctness import (
     TrialSummary,
@@ -266,7 +268,13 @@ class EvalRun:
         self._phase_mark = 0.0
         self.n_out = len(self.definition.outputs)
         self.out_names = list(self.definition.outputs)
-        self.tols = {n: tolerance_for(self.definition, n, self.cfg.rtol, self.cfg.atol) for n in self.out_names}
+        # what the definition's family declares (data/op_types.py) under the config's overrides
+        fam = family_settings(self.definition, self.cfg.inputs, self.cfg.check, self.cfg.tolerance)
+        self.specs: Dict[str, Dict[str, Any]] = fam["inputs"]
+        self.check_spec = fam["check"]
+        self.tols = {
+            n: tolerance_for(self.definition, n, self.cfg.rtol, self.cfg.atol, fam["tolerance"]) for n in self.out_names
+        }
         self.corr: Optional[Dict[str, Any]] = None
         self._key: Optional[str] = None
 
@@ -298,9 +306,15 @@ class EvalRun:
         if hit is not None:
             return hit
         try:
-            pristine = make_inputs(self.definition, self.workload, seed_i, self.device, self.dataset_root, self.state.st_cache)
+            pristine = make_inputs(
+                self.definition, self.workload, seed_i, self.device, self.dataset_root, self.state.st_cache, self.specs
+            )
         except (InputError, ShapeError) as e:
-            raise EvalFailure("RUNTIME_ERROR", f"cannot make the workload's inputs: {e}") from e
+            raise EvalFailure(
+                "RUNTIME_ERROR", f"dataset error (not the solution's): cannot make the workload's inputs: {e}",
+                flags=["dataset_error"],
+            ) from e
+        self._check_constraints(pristine, index)
         _sync(self.device)
         t0 = timing._perf_counter()
         ref_out = self._call_reference(ref, pristine)
@@ -309,6 +323,26 @@ class EvalRun:
         val = (pristine, ref_out, ref_wall_ms)
         self.state.sets.put(key, val, tensor_bytes(pristine) + tensor_bytes(ref_out))
         return val
+
+    def _record_check(self, result: Any) -> None:
+        """Which check ran and its figures, in the trace (the worst over trials for numbers that
+        are minima/maxima is kept by the checker's own naming: last write wins per key)."""
+        rec = self.extra.setdefault("check", {"kind": result.kind})
+        rec.update(result.numbers)
+
+    def _check_constraints(self, inputs: Sequence[Any], index: int) -> None:
+        """The definition's constraints on the actual inputs (those reading tensor values could
+        not all be checked before the run)."""
+        if not self.definition.constraints:
+            return
+        report = self.definition.constraint_report(self.axes, dict(zip(self.definition.inputs, inputs)))
+        if report.failed:
+            raise EvalFailure(
+                "RUNTIME_ERROR",
+                f"dataset error (not the solution's): the inputs of input set {index} violate the definition's "
+                "constraints: " + "; ".join(f"constraints[{f.index}]: {f.message}" for f in report.failed),
+                flags=["dataset_error"],
+            )
 
     def _poison_allocator(self) -> None:
         """Make the allocator's next same-size blocks hold NaN, so an unwritten returned tensor fails."""
@@ -360,12 +394,12 @@ class EvalRun:
                 n for n, a, p in zip(self.definition.inputs, args, pristine)
                 if isinstance(p, torch.Tensor) and not same_bytes(a, p)
             ]
-            checks = [
-                compare(n, _as_tensor(o, self.device), r, *self.tols[n])
-                for n, o, r in zip(self.out_names, outputs, ref_out)
-            ]
-            for c in checks:
+            result = self.checker.check_trial(
+                [_as_tensor(o, self.device) for o in outputs], ref_out, pristine, self.tols
+            )
+            for c in result.checks:
                 summary.add(c)
+            self._record_check(result)
             corr = {"max_abs": summary.max_abs, "max_rel": summary.max_rel}
             if mutated:
                 raise EvalFailure(
@@ -373,9 +407,31 @@ class EvalRun:
                     f"trial {i}: the solution modified its input(s) {mutated}; inputs must be left unchanged",
                     corr, ["inputs_mutated"],
                 )
-            bad = [c for c in checks if not c.ok]
-            if bad:
-                raise EvalFailure("INCORRECT_NUMERICAL", f"trial {i}: " + "; ".join(c.reason for c in bad), corr)
+            if not result.ok:
+                raise EvalFailure("INCORRECT_NUMERICAL", f"trial {i}: {result.reason}", corr)
+        if hasattr(self.checker, "statistical"):
+            pristine, _, _ = self._trial_set(ref, 0)
+
+            def sample(tiled: List[Any]) -> torch.Tensor:
+                tiled_axes = self.definition.bind_axes({
+                    n: (tuple(x.shape) if isinstance(x, torch.Tensor) else None) for n, x in zip(self.definition.inputs, tiled)
+                })
+                outs = allocate_outputs(self.definition, tiled_axes, self.device) if runnable.dps else []
+                res = self._call_solution(runnable, clone_inputs(tiled), outs)
+                _sync(self.device)
+                return res[0]
+
+            try:
+                result = self.checker.statistical(sample, pristine)
+            except EvalFailure:
+                raise
+            except BaseException as e:  # noqa: BLE001 - untrusted code runs inside
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                raise EvalFailure("RUNTIME_ERROR", f"the solution raised during the statistical check:\n{_tb()}") from e
+            self._record_check(result)
+            if not result.ok:
+                raise EvalFailure("INCORRECT_NUMERICAL", result.reason, {"max_abs": summary.max_abs, "max_rel": summary.max_rel})
         if summary.low_signal:
             self.flags.append("low_signal_reference")
             self.notes.append(f"reference output(s) {summary.low_signal} are below 10*atol everywhere")
@@ -479,15 +535,21 @@ class EvalRun:
             # the reference of a checked call is computed only now that the call has returned: while
             # the solution ran, the expected answer to these inputs existed nowhere in this process
             # (a solution that scrapes it from memory finds nothing to copy; issue 9)
-            pending["ref"] = self._call_reference(ref, pending["pristine"])
+            if self.checker.compares_to_reference:
+                pending["ref"] = self._call_reference(ref, pending["pristine"])
             n_checked[0] += 1
             s: _Set = pending["set"]
             bad = acc["bad"]
-            for n, o, r in zip(self.out_names, outputs, pending["ref"]):
-                if not isinstance(o, torch.Tensor) or tuple(o.shape) != tuple(r.shape) or o.dtype != self.definition.outputs[n].dtype.to_torch():
-                    bad += 1
-                    continue
-                bad += mismatch_count(o, r, *self.tols[n])
+            structured = all(
+                isinstance(o, torch.Tensor)
+                and tuple(o.shape) == tuple(self.out_shapes[n] or ())
+                and o.dtype == self.definition.outputs[n].dtype.to_torch()
+                for n, o in zip(self.out_names, outputs)
+            )
+            if structured:
+                bad += self.checker.timed_bad(outputs, pending.get("ref"), pending["pristine"], self.tols)
+            else:
+                bad += 1
             for a, p in zip(s.inputs, pending["pristine"]):
                 if isinstance(p, torch.Tensor):
                     acc["mut"] += (
@@ -537,10 +599,8 @@ class EvalRun:
                 torch.cuda.set_stream(self.state.sampler.stream)
             snap = [o.clone() if isinstance(o, torch.Tensor) else o for o in outputs]
             _sync(self.device)
-            for n, o, r in zip(self.out_names, snap, ref_out):
-                if isinstance(o, torch.Tensor) and int(mismatch_count(o, r, *self.tols[n])) > 0:
-                    incomplete += 1
-                    break
+            if all(isinstance(o, torch.Tensor) for o in snap) and int(self.checker.timed_bad(snap, ref_out, pristine, self.tols)) > 0:
+                incomplete += 1
         new_threads = [t for t in threading.enumerate() if t.ident not in threads_before and t.is_alive()]
         if incomplete:
             raise EvalFailure(
@@ -606,9 +666,10 @@ class EvalRun:
                 )
             except ShapeError as e:
                 raise EvalFailure("RUNTIME_ERROR", f"the workload does not fit the definition: {e}") from e
-            failed = self.definition.check_constraints(self.axes)
-            if failed:
-                self.notes.append(f"workload violates the definition's constraints: {failed}")
+            try:
+                self.checker = make_checker(self.check_spec, self.definition)
+            except CheckSpecError as e:
+                raise EvalFailure("RUNTIME_ERROR", f"configuration error (not the solution's): {e}", flags=["config_error"]) from e
             ref = state.reference(self.definition)
             try:
                 runnable = state.runnable(self.build, self.definition)
@@ -621,7 +682,7 @@ class EvalRun:
             self._phase("correctness")
             corr = {"max_abs": summary.max_abs, "max_rel": summary.max_rel}
             self.corr = corr
-            mask = random_input_mask(self.definition, self.workload)
+            mask = random_input_mask(self.definition, self.workload, self.specs)
             if not any(mask):
                 self.notes.append("no random tensor input: timed inputs rotate addresses but not content")
             sets = self._timing_sets(runnable, ref)
