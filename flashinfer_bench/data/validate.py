@@ -380,7 +380,7 @@ def _constraint_problems(
     drawable = {
         n: s for n, s in specs.items()
         if s.get("kind") in INTEGER_KINDS and n in d.inputs
-        and (n not in w.inputs or isinstance(w.inputs[n], RandomInput) or blobs.get(n) == "generate")
+        and (n not in w.inputs or isinstance(w.inputs[n], RandomInput) or isinstance(blobs.get(n), str))
     }
     try:
         drawn = generate_integer_inputs(d, var, drawable, seed=0, given=given, dry=True)
