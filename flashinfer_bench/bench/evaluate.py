@@ -419,7 +419,7 @@ class EvalRun:
                 outs = allocate_outputs(self.definition, tiled_axes, self.device) if runnable.dps else []
                 res = self._call_solution(runnable, clone_inputs(tiled), outs)
                 _sync(self.device)
-                return res[0]
+                return res[self.checker.output_index]
 
             try:
                 result = self.checker.statistical(sample, pristine)
