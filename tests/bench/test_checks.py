@@ -370,7 +370,7 @@ def test_scalar_filters_and_bad_outputs() -> None:
 
 def test_time_budget_stops_after_min_samples() -> None:
     d = sampling_definition()
-    ch = make_checker({"kind": "sampling", "min_samples": 600, "budget_s": 0}, d)
+    ch = make_checker({"kind": "sampling", "min_samples": 600, "budget_s": 1e-9}, d)
     res = ch.statistical(sampler(d, 10, correct), make_inputs(d, 8, seed=10))
     # one batch (2048 copies of each of the 8 rows at vocab 256) already holds min_samples
     assert res.ok and res.numbers["samples_per_row"] == 2048, res.reason
