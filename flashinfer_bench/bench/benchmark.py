@@ -62,9 +62,8 @@ class Benchmark:
 
     def _evaluate(self, definition: Definition, solution: Solution, workload: Workload) -> Trace:
         build = self._build(solution, definition)
-        t = evaluate_via_worker(
-            definition, solution, workload, build, self.eval_config, self.trace_set.root, self.device
-        )
+        cfg = self.config.eval_config_for(definition.name, definition.op_type)
+        t = evaluate_via_worker(definition, solution, workload, build, cfg, self.trace_set.root, self.device)
         ev = t.evaluation
         if ev is not None and ev.status.value == "PASSED":
             log.info(

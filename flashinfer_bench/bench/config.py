@@ -94,6 +94,19 @@ class EvalConfig(BaseModel):
         return f"{self.warmup_runs}/{self.iterations}/{self.max_time_s}/{self.max_samples}/{self.target_rel_ci}"
 
 
+def merge_evaluation(base: Dict[str, Any], *layers: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """Evaluation settings with override layers on top (later wins); generator specs under
+    `inputs` merge per input name. One rule for the pipeline's config and the Python API."""
+    ev = dict(base)
+    for layer in layers:
+        for k, v in (layer or {}).items():
+            if k == "inputs" and isinstance(v, dict):
+                ev["inputs"] = {**(ev.get("inputs") or {}), **v}
+            else:
+                ev[k] = v
+    return ev
+
+
 class BenchmarkConfig(BaseModel):
     """The seeds' / upstream's `BenchmarkConfig`. None means "our default" (see EvalConfig)."""
 
@@ -116,6 +129,18 @@ class BenchmarkConfig(BaseModel):
     max_time_s: Optional[float] = Field(None, gt=0)
     cache_dir: Optional[str] = None
     worker_dir: Optional[str] = None
+    # per op type / per definition overrides of the evaluation (the pipeline config's keys of the
+    # same names): e.g. {"sampling": {"check": {"kind": "sampling", "samples": 20000}}}
+    op_type_evaluation: Dict[str, Dict[str, Any]] = Field(default_factory=dict)
+    definition_evaluation: Dict[str, Dict[str, Any]] = Field(default_factory=dict)
+
+    def eval_config_for(self, definition: str, op_type: str) -> EvalConfig:
+        """The EvalConfig of one definition: `to_eval_config()` under its op type's and its own overrides."""
+        base = self.to_eval_config()
+        layers = (self.op_type_evaluation.get(op_type), self.definition_evaluation.get(definition))
+        if not any(layers):
+            return base
+        return EvalConfig(**merge_evaluation(base.model_dump(exclude_unset=True), *layers))
 
     def to_eval_config(self) -> EvalConfig:
         fields: Dict[str, Any] = {"device": self.device, "profile_baseline": self.profile_baseline}

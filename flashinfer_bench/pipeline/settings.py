@@ -20,16 +20,10 @@ def evaluation_for(config: Dict[str, Any], definition: str, device: str, op_type
     ev = dict(config.get("evaluation") or {})
     if device == "cpu":
         ev.update((config.get("cpu") or {}).get("evaluation") or {})
-    layers = []
-    if op_type is not None:
-        layers.append((config.get("op_type_evaluation") or {}).get(op_type) or {})
-    layers.append((config.get("definition_evaluation") or {}).get(definition) or {})
-    for layer in layers:
-        for k, v in layer.items():
-            if k == "inputs" and isinstance(v, dict):
-                ev["inputs"] = {**(ev.get("inputs") or {}), **v}
-            else:
-                ev[k] = v
+    from flashinfer_bench.bench.config import merge_evaluation
+
+    per_op = (config.get("op_type_evaluation") or {}).get(op_type) if op_type is not None else None
+    ev = merge_evaluation(ev, per_op, (config.get("definition_evaluation") or {}).get(definition))
     return ev
 
 
