@@ -185,6 +185,8 @@ def build_plan(
 
     headers = HeaderCache()
     config = config or {}
+    if cpu_limits is None and isinstance(config.get("cpu"), dict):
+        cpu_limits = config["cpu"]
     missing_blobs = str(config.get("missing_blobs") or "error")
     specs = {name: _input_specs(d, config, plan.device) for name, d in plan.definitions.items()}
     for f in sorted((root / "workloads").rglob("*.jsonl")):

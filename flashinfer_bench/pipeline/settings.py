@@ -57,24 +57,20 @@ def _coerce(v: Any) -> Any:
     return v
 
 
+def _coerce_deep(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _coerce_deep(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_coerce_deep(x) for x in v]
+    return _coerce(v)
+
+
 def coerce_config(config: Dict[str, Any]) -> None:
-    """`snakemake --config evaluation={iterations: 5}` yields strings; make numbers numbers again."""
-    for key in ("evaluation",):
-        if isinstance(config.get(key), dict):
-            config[key] = {k: _coerce(v) for k, v in config[key].items()}
-    cpu = config.get("cpu")
-    if isinstance(cpu, dict):
-        for k, v in list(cpu.items()):
-            cpu[k] = {kk: _coerce(vv) for kk, vv in v.items()} if isinstance(v, dict) else _coerce(v)
-    for key in ("definition_evaluation", "op_type_evaluation"):
-        per = config.get(key)
-        if isinstance(per, dict):
-            for d, ev in per.items():
-                if isinstance(ev, dict):
-                    per[d] = {k: _coerce(v) for k, v in ev.items()}
-    for key in ("save_results", "prestart_worker"):
+    """`snakemake --config evaluation={iterations: 5}` yields strings (YAML's BaseLoader), at any
+    depth (`definition_evaluation={d: {check: {samples: 128}}}`); make numbers numbers again."""
+    for key in ("evaluation", "cpu", "definition_evaluation", "op_type_evaluation", "save_results", "prestart_worker"):
         if key in config:
-            config[key] = _coerce(config[key])
+            config[key] = _coerce_deep(config[key])
     for key in ("definitions", "solutions"):
         if isinstance(config.get(key), str):
             config[key] = [x for x in config[key].replace(",", " ").split() if x]
