@@ -17,10 +17,13 @@ STATUSES = {
 
 
 def _finite_or_none(v: Any) -> Any:
+    """Non-finite floats as None, strings (thread names, notes quoting the solution) made safe."""
     if isinstance(v, float) and not math.isfinite(v):
         return None
+    if isinstance(v, str):
+        return safe_text(v)
     if isinstance(v, dict):
-        return {k: _finite_or_none(x) for k, x in v.items()}
+        return {safe_text(k) if isinstance(k, str) else k: _finite_or_none(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
         return [_finite_or_none(x) for x in v]
     return v
@@ -61,6 +64,14 @@ def environment(static: Optional[Dict[str, Any]], per_eval: Optional[Dict[str, A
     return _finite_or_none(env)
 
 
+def safe_text(s: str) -> str:
+    """Text any JSON writer and UTF-8 file accepts: lone surrogates (a solution may print or raise
+    them) as backslash escapes, NUL as \\x00."""
+    if not isinstance(s, str):
+        s = str(s)
+    return s.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
 def assemble_trace(
     *,
     definition: str,
@@ -77,6 +88,7 @@ def assemble_trace(
     if status not in STATUSES:
         message = f"unknown status {status!r} from the runner; {message}"
         status = "RUNTIME_ERROR"
+    message, output_log = safe_text(message), safe_text(output_log)
     log = message.rstrip()
     if output_log.strip():
         log = (log + "\n" if log else "") + "--- solution output ---\n" + output_log

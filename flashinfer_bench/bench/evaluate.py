@@ -73,6 +73,14 @@ REF_TIMING_TTL_S = 600.0
 TIMED_CHECK_SHARE = 0.1
 
 
+_urandom = os.urandom  # bound at import: the re-check draws do not go through a patched os.urandom
+
+
+def _fresh_uniform() -> float:
+    """A uniform draw in [0, 1) from the OS, unpredictable from inside the process."""
+    return int.from_bytes(_urandom(7), "big") / float(1 << 56)
+
+
 class EvalFailure(Exception):
     """Ends an evaluation with a non-PASSED status."""
 
@@ -260,6 +268,9 @@ class EvalRun:
         self.cfg = EvalConfig.model_validate(req["config"])
         self.build = req["build"]
         self.seed = int(req["seed"])
+        # the timed inputs' contents and order: a secret of this evaluation (recorded in the trace
+        # afterwards to reproduce it), so a solution cannot regenerate them from the config's seed
+        self.timing_seed = int.from_bytes(_urandom(8), "big") >> 2
         self.dataset_root = Path(req["dataset_root"]) if req.get("dataset_root") else None
         self.flags: List[str] = []
         self.extra: Dict[str, Any] = {}
@@ -464,7 +475,7 @@ class EvalRun:
         hit = self.state.ref_timing.get(key)
         if hit is not None and time.monotonic() - hit["at"] < REF_TIMING_TTL_S:
             return {**hit["stats"], "cached": True}
-        rng = random.Random(derive_seed(self.seed, self.workload.uuid, 10_002))
+        rng = random.Random(derive_seed(self.timing_seed, self.workload.uuid, 10_002))
         counter = [0]
 
         def prepare() -> Sequence[Any]:
@@ -497,31 +508,27 @@ class EvalRun:
     def _time_solution(
         self, runnable: Any, ref: Callable[..., Any], sets: List[_Set], refresh: InputRefresher
     ) -> Tuple[timing.TimingStats, Dict[str, Any]]:
-        rng = random.Random(derive_seed(self.seed, self.workload.uuid, 20_002))
-        check_rng = random.Random(derive_seed(self.seed, self.workload.uuid, 20_003))
+        rng = random.Random(derive_seed(self.timing_seed, self.workload.uuid, 20_002))
         do_check = self.cfg.check_timed_outputs
-        # each check runs the reference and a comparison (tens of launches): a share of the calls,
-        # plus every call of the second pass over the buffers until 8 were checked (outputs cached by
-        # address or fingerprint are stale from that pass on)
-        p_check = TIMED_CHECK_SHARE
+        # Which timed calls are re-checked is decided after each call returned, from fresh OS
+        # randomness: while a call runs nothing in this process says whether it will be checked
+        # (issue 15). Every call until 3 were checked, then half of them until 8 were (outputs cached
+        # by address are stale from the second pass over the buffers on), then a share.
         counter = [0]
         pending: Dict[str, Any] = {}
         dev = self.device
         acc = {"bad": torch.zeros((), dtype=torch.int64, device=dev), "mut": torch.zeros((), dtype=torch.int64, device=dev)}
         n_checked = [0]
+        clean = clone_inputs(sets[0].inputs)  # the inputs no refresh touches (structured, scalars)
 
         def prepare() -> Sequence[Any]:
             i = counter[0]
             counter[0] += 1
             s = sets[i % len(sets)]
-            refresh(s.inputs, rng)
+            offsets = refresh(s.inputs, rng)
             pending.clear()
             pending["set"] = s
-            # a random share of calls, and at least 8 once every buffer has been used once (a cache
-            # keyed by address hits from then on)
-            forced = i >= len(sets) and n_checked[0] < 8
-            if do_check and (forced or check_rng.random() < p_check):
-                pending["pristine"] = clone_inputs(s.inputs)
+            pending["offsets"] = offsets
             for o in s.outputs:
                 poison_(o)
             return list(s.inputs) + list(s.outputs)
@@ -530,8 +537,16 @@ class EvalRun:
             return self._call_solution(runnable, args[: len(self.definition.inputs)], args[len(self.definition.inputs):])
 
         def after(outputs: Any) -> None:
-            if "pristine" not in pending:
+            if not do_check or "set" not in pending:
                 return
+            p = 1.0 if n_checked[0] < 3 else 0.5 if n_checked[0] < 8 else TIMED_CHECK_SHARE
+            if _fresh_uniform() >= p:
+                return
+            s_now: _Set = pending["set"]
+            offsets = pending["offsets"]
+            pending["pristine"] = [
+                refresh.window(j, offsets[j], x) if j in offsets else clean[j] for j, x in enumerate(s_now.inputs)
+            ]
             # the reference of a checked call is computed only now that the call has returned: while
             # the solution ran, the expected answer to these inputs existed nowhere in this process
             # (a solution that scrapes it from memory finds nothing to copy; issue 9)
@@ -561,7 +576,7 @@ class EvalRun:
             self.state.sampler.l2.zero_limit()
         stats = self._measure(call, prepare, after)
         _sync(self.device)
-        info = {"checked": n_checked[0], "bad": int(acc["bad"]), "mutated": int(acc["mut"]), "p_check": p_check}
+        info = {"checked": n_checked[0], "bad": int(acc["bad"]), "mutated": int(acc["mut"]), "p_check": TIMED_CHECK_SHARE}
         if self.state.cuda:
             lim = self.state.sampler.l2.limit()
             if lim:
@@ -687,8 +702,8 @@ class EvalRun:
                 self.notes.append("no random tensor input: timed inputs rotate addresses but not content")
             sets = self._timing_sets(runnable, ref)
             refresh = InputRefresher(
-                sets[0].inputs, mask, make_generator(derive_seed(self.seed, self.workload.uuid, 10_001), self.device),
-                random.Random(derive_seed(self.seed, self.workload.uuid, 10_003)),
+                sets[0].inputs, mask, make_generator(derive_seed(self.timing_seed, self.workload.uuid, 10_001), self.device),
+                random.Random(derive_seed(self.timing_seed, self.workload.uuid, 10_003)),
             )
             self._phase("timing_setup")
             ref_stats: Optional[Dict[str, Any]] = None
@@ -705,7 +720,14 @@ class EvalRun:
                     raise
                 raise EvalFailure("RUNTIME_ERROR", f"the solution raised while being timed:\n{_tb()}") from e
             del sets
-            self.extra.update(checked_timed_calls=chk["checked"], timed_check_rate=chk["p_check"])
+            self.extra.update(checked_timed_calls=chk["checked"], timed_check_rate=chk["p_check"], timing_seed=self.timing_seed)
+            if self.cfg.check_timed_outputs and chk["checked"] == 0:
+                raise EvalFailure(
+                    "INCORRECT_NUMERICAL",
+                    "none of the timed calls was re-checked (every call until 3 are is checked): the re-check was "
+                    "disarmed, so the timed outputs are unverified",
+                    corr, ["recheck_disarmed"],
+                )
             if chk["mutated"]:
                 raise EvalFailure(
                     "INCORRECT_NUMERICAL",

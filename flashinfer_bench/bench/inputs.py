@@ -296,12 +296,21 @@ class InputRefresher:
     def nbytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.pools.values())
 
-    def __call__(self, bufs: Sequence[Any], rng: random.Random) -> None:
+    def __call__(self, bufs: Sequence[Any], rng: random.Random) -> Dict[int, int]:
+        """Refresh the random inputs of `bufs`; returns input index -> pool offset used (what
+        `window` needs to rebuild this call's pristine inputs after the call)."""
+        offsets: Dict[int, int] = {}
         for i, pool in self.pools.items():
             b = bufs[i]
             n = b.numel()
             off = rng.randrange(pool.numel() - n + 1)
             b.copy_(pool[off : off + n].view(b.shape))
+            offsets[i] = off
+        return offsets
+
+    def window(self, i: int, offset: int, like: torch.Tensor) -> torch.Tensor:
+        """The content input `i` got at `offset` (a view of the pool, shaped like `like`)."""
+        return self.pools[i][offset : offset + like.numel()].view(like.shape)
 
 
 def clone_inputs(inputs: Sequence[Any]) -> List[Any]:

@@ -55,6 +55,9 @@ def main(argv: Optional[list] = None) -> int:
     os.set_inheritable(args.fd, False)
     own_log = os.dup(2)  # the runner's own log (the supervisor pointed fd 2 at it)
     faulthandler.enable(file=sys.stderr, all_threads=True)
+    # a solution's prints may hold any code point (lone surrogates too): written escaped, never raised
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="backslashreplace")
 
     from .protocol import ConnectionClosed, recv_msg, send_msg
 

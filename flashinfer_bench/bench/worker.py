@@ -37,6 +37,22 @@ from .sandbox import supervise
 log = logging.getLogger("flashinfer_bench.worker")
 
 
+# what a runner may see of the worker's environment: the toolchain, the device, our settings.
+# Nothing else (API tokens, cloud credentials, the user's HOME and name) reaches solution code.
+_ENV_NAMES = {
+    "PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+    "PYTHONPYCACHEPREFIX", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX", "CUDA_HOME", "CUDA_PATH",
+    "TMPDIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "FIB_ALLOW_UNCONFINED", "FIB_CPU_THREADS",
+    "FIB_CUDA_ARCH", "FIB_CALIBRATE_CUPTI", "FIB_SANDBOX", "FIB_BUILD_TIMEOUT",
+}
+_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TVM_FFI_", "TILELANG_", "FIB_SANDBOX_", "NCCL_")
+
+
+def runner_environment(env: Dict[str, str]) -> Dict[str, str]:
+    """The allow-listed part of `env` (issue 15: an exported secret ended up in a trace log)."""
+    return {k: v for k, v in env.items() if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
+
+
 class RunnerStartError(RuntimeError):
     pass
 
@@ -103,7 +119,7 @@ class Supervisor:
         scratch = self.runtime_dir / "scratch" / f"runner-{n}"
         scratch.mkdir(parents=True, exist_ok=True)
         runner_log = self.logs_dir / f"runner-{n}.log"
-        env = dict(os.environ)
+        env = runner_environment(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         args = [sys.executable, "-m", "flashinfer_bench.bench.runner", "--device"]
         if self.device == "cpu":

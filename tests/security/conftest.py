@@ -24,6 +24,8 @@ ATTACKS = Path(__file__).parent / "attacks"
 REPO = Path(__file__).resolve().parents[2]
 # small limits so that hitting them is quick (the worker passes its environment to its runners)
 LIMITS = {"FIB_SANDBOX_HOST_MEM_GB": "2", "FIB_SANDBOX_FSIZE_MB": "16", "FIB_SANDBOX_NPROC": "64"}
+# an exported secret of the user who runs the worker: no runner may see it
+SECRET = {"FIB_TEST_API_SECRET": "hunter2-7f3a9c"}
 _SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".snakemake", ".ruff_cache", ".mypy_cache", "results"}
 
 
@@ -95,7 +97,7 @@ class Lab:
         self.secret = tmp / "w" / "supervisor-secret.txt"
 
     def start(self) -> Dict:
-        with env_vars({**LIMITS, "FIB_DATASET_PATH": str(self.dataset)}):
+        with env_vars({**LIMITS, **SECRET, "FIB_DATASET_PATH": str(self.dataset)}):
             ready = warm_worker("cpu", self.config)
         assert ready is not None, "the confined CPU worker did not start"
         self.secret.write_text(f"SECRET-{self.marker}\n")
@@ -177,4 +179,4 @@ def flags(t: Trace) -> set:
     return set((ev.correctness.extra or {}).get("flags", [])) if ev and ev.correctness else set()
 
 
-__all__ = ["Lab", "flags", "tree_digest", "env_vars", "GOOD_VR", "shutil"]
+__all__ = ["SECRET", "Lab", "flags", "tree_digest", "env_vars", "GOOD_VR", "shutil"]

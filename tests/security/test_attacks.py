@@ -15,7 +15,7 @@ from typing import List
 from flashinfer_bench.bench.client import ping_worker
 
 from tests.bench.conftest import rms_workload
-from .conftest import Lab, flags
+from .conftest import SECRET, Lab, flags
 
 
 def _assert_next_is_fine(lab: Lab) -> None:
@@ -261,3 +261,35 @@ def test_patching_a_torch_op_is_flagged(lab: Lab) -> None:
     assert "torch_patched" in flags(t) and ev.correctness.extra["suspect"] is True
     assert "torch.nn.functional.rms_norm" in " ".join(ev.correctness.extra.get("notes", []))
     _assert_next_is_fine(lab)  # GOOD_VR calls F.rms_norm: the original is back
+
+
+def test_the_recheck_schedule_is_unknowable_before_a_call_returns(lab: Lab, unchanged) -> None:
+    """Garbage on every timed call the harness has not (yet) decided to re-check: caught only if
+    the decision is made after the call returned."""
+    t = lab.run("predict_rechecks")
+    ev = t.evaluation
+    assert ev.status.value == "INCORRECT_NUMERICAL", (ev.status, ev.log[-2000:])
+    assert "re-checked timed calls" in ev.log
+    unchanged()
+    _assert_next_is_fine(lab)
+
+
+def test_the_runner_sees_no_secret_of_the_user(lab: Lab, unchanged) -> None:
+    t = lab.run("env_secret")
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "ENV DUMP" in ev.log
+    for v in SECRET.values():
+        assert v not in t.model_dump_json()
+    assert "FIB_TEST_API_SECRET" not in ev.log
+    _assert_next_is_fine(lab)
+
+
+def test_a_lone_surrogate_in_output_and_message_costs_only_its_trace(lab: Lab, unchanged) -> None:
+    t = lab.run("surrogate_log")
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "lone surrogate" in ev.log and "half a pair" in ev.log
+    assert "unavailable" not in ev.environment.hardware
+    t.model_dump_json().encode("utf-8")  # the trace is valid UTF-8
+    _assert_next_is_fine(lab)
