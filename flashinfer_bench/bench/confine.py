@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from .sandbox import landlock as ll
-from .sandbox import cgroup, ns, seccomp
-from .sandbox.policy import Settings, build_ruleset
+from ..sandbox import landlock as ll
+from ..sandbox import cgroup, ns, seccomp
+from ..sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
 MAX_FILE_BYTES = 8 << 30

@@ -2,7 +2,8 @@
 
 Runs the language's builder on the staged sources and writes RESULT.json next to the job. The
 parent captures stdout/stderr as the build log. Everything a solution does at import or warm-up
-happens here, so it cannot crash, hang or pollute the caller.
+happens here, confined (compile/confine.py) before any of it runs, so it cannot crash, hang or
+pollute the caller, write outside the build directory, or leave a process behind.
 """
 from __future__ import annotations
 
@@ -47,6 +48,9 @@ def main(argv: list) -> int:
     die_with_parent()
     job_path = Path(argv[1])
     job = json.loads(job_path.read_text(encoding="utf-8"))
+    from .confine import confine_build, kill_leftovers
+
+    sandbox = confine_build(Path(job["work_dir"]))
     try:
         outcome = run_job(job)
     except BuildFailure as e:
@@ -55,6 +59,8 @@ def main(argv: list) -> int:
         outcome = Outcome.skipped(str(e))
     except BaseException as e:  # a builder bug or untrusted code: keep the traceback as the cause
         outcome = Outcome.failed(f"the build raised {type(e).__name__}: {e}", traceback.format_exc())
+    left = kill_leftovers()
+    outcome.info = {**(outcome.info or {}), "build_sandbox": sandbox["sandbox"], **({"killed_leftovers": left} if left else {})}
     sys.stdout.flush()
     sys.stderr.flush()
     (job_path.parent / RESULT).write_text(json.dumps(asdict(outcome), default=str), encoding="utf-8")

@@ -119,8 +119,7 @@ def test_key_has_arch_for_gpu_code_only(monkeypatch):
 # ----------------------------------------------------------------------------- processes
 _COUNTING = """\
 import os, time
-with open({marker!r}, "a") as f:
-    f.write(f"{{os.getpid()}}\\n")
+print(f"IMPORTED {{os.getpid()}}", flush=True)  # a build writes only its own directory: the log says it
 time.sleep(1.5)
 
 def run(a, b):
@@ -142,8 +141,7 @@ def _script(src: str, cache: Path) -> str:
 
 
 def test_concurrent_builds_from_three_processes_build_once(cache, tmp_path):
-    marker = tmp_path / "imports.txt"
-    src = _COUNTING.format(marker=str(marker))
+    src = _COUNTING.format()
     procs = [
         subprocess.Popen([sys.executable, "-c", _script(src, cache)], stdout=subprocess.PIPE, text=True)
         for _ in range(3)
@@ -152,14 +150,16 @@ def test_concurrent_builds_from_three_processes_build_once(cache, tmp_path):
     assert all(r["status"] == OK for r in results), results
     assert len({r["hash"] for r in results}) == 1
     assert sorted(r["cache_hit"] for r in results) == [False, True, True]
-    assert len(marker.read_text().splitlines()) == 1  # the solution was imported by one build
+    imported = {line for r in results for line in r["log"].splitlines() if line.startswith("IMPORTED")}
+    assert len(imported) == 1, imported  # the solution was imported by one build (cache hits show its log)
     assert [p.name for p in (cache / "artifacts").iterdir()] == [results[0]["hash"]]
 
 
 _SLOW = """\
 import os, time
 if os.environ.get("FIB_TEST_SLOW_IMPORT"):
-    with open(os.environ["FIB_TEST_SLOW_IMPORT"], "w") as f:
+    # a build writes only its own directory (TMPDIR is inside it): the test finds the file there
+    with open(os.path.join(os.environ["TMPDIR"], os.environ["FIB_TEST_SLOW_IMPORT"]), "w") as f:
         f.write(str(os.getpid()))
     time.sleep(120)
 
@@ -180,14 +180,18 @@ def _alive(pid: int) -> bool:
 
 
 def test_killed_build_leaves_no_artifact_and_the_next_build_succeeds(cache, tmp_path):
-    marker = tmp_path / "started.pid"
-    env = dict(os.environ, FIB_TEST_SLOW_IMPORT=str(marker))
+    name = f"started-{os.getpid()}.pid"
+    env = dict(os.environ, FIB_TEST_SLOW_IMPORT=name)
     proc = subprocess.Popen([sys.executable, "-c", _script(_SLOW, cache)], env=env, stdout=subprocess.DEVNULL)
     deadline = time.time() + 60
-    while not marker.exists() or not marker.read_text():
+
+    def found() -> str:
+        return next((p.read_text() for p in cache.rglob(name)), "")
+
+    while not found():
         assert time.time() < deadline and proc.poll() is None, "the build never started"
         time.sleep(0.1)
-    child = int(marker.read_text())
+    child = int(found())
     os.kill(proc.pid, signal.SIGKILL)  # kill -9 the building process half-way
     proc.wait()
     deadline = time.time() + 10

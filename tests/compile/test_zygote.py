@@ -77,13 +77,13 @@ def test_errors_and_exits_are_reported_as_from_a_spawned_child(running_zygote, c
 
 
 def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
-    marker = cache.parent / f"hang-{os.getpid()}.pid"
-    src = f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n" + PY_ADD
+    # a build writes only its own directory: the child's pid reaches the test through the build log
+    src = "import os, time\nprint('HANG PID', os.getpid(), flush=True)\ntime.sleep(60)\n" + PY_ADD
     t0 = time.monotonic()
     r = build(solution({"main.py": src}, "main.py::run"), VADD, cache, timeout_s=3)
     assert r.status == COMPILE_ERROR and "timed out after 3 s" in r.message
     assert time.monotonic() - t0 < 30
-    pid = int(marker.read_text())
+    pid = int(next(line for line in r.log.splitlines() if line.startswith("HANG PID")).split()[2])
     deadline = time.monotonic() + 10
     while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
         assert time.monotonic() < deadline, "the hanging build child was not killed"

@@ -293,3 +293,24 @@ def test_a_lone_surrogate_in_output_and_message_costs_only_its_trace(lab: Lab, u
     assert "unavailable" not in ev.environment.hardware
     t.model_dump_json().encode("utf-8")  # the trace is valid UTF-8
     _assert_next_is_fine(lab)
+
+
+def test_build_time_code_is_confined_and_leaves_nothing_running(lab: Lab, unchanged) -> None:
+    """The entry module's body runs at build time (import, warm-up): confined like a runner, and
+    every process it starts is gone when the build returns."""
+    import re
+
+    from flashinfer_bench.compile import build
+
+    sol = lab.solution("build_time")
+    r = build(sol, lab.definition, lab.tmp / "build-cache")
+    log = r.log or ""
+    report = next((line for line in log.splitlines() if line.startswith("BUILD-TIME REPORT")), "")
+    assert report, (r.status, r.message, log[-2000:])
+    assert "BREACH" not in report, report
+    assert report.count("denied:") == 6, report
+    m = re.search(r"DAEMON PID (\d+)", log)
+    assert m, log[-2000:]
+    assert not Path(f"/proc/{m.group(1)}").exists() or "zombie" in Path(f"/proc/{m.group(1)}/status").read_text().lower()
+    assert lab.breaches() == []
+    unchanged()

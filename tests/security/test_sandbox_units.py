@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flashinfer_bench.bench.sandbox import channel, landlock, seccomp, supervise
+from flashinfer_bench.bench.sandbox import channel, supervise
+from flashinfer_bench.sandbox import landlock, seccomp
 
 from tests.bench.conftest import rms_definition
 
@@ -47,7 +48,7 @@ def test_seccomp_program() -> None:
 CHILD = r"""
 import json, os, sys
 from pathlib import Path
-from flashinfer_bench.bench.sandbox.policy import build_ruleset
+from flashinfer_bench.sandbox.policy import build_ruleset
 scratch, data, logs = map(Path, sys.argv[1:4])
 build_ruleset(scratch, [data], logs).apply()
 out = {}

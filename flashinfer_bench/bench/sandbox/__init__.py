@@ -1,7 +1,7 @@
-"""Confinement of untrusted solution code (issue 9): Landlock, seccomp, namespaces, limits, checks.
+"""Checks around an evaluation of untrusted solution code (issue 9).
 
-Runner side: `landlock`, `seccomp`, `ns` (namespaces, capabilities), `policy` (paths, settings),
-`guard` (integrity checks around an evaluation), `channel` (authenticated replies). Supervisor
-side (torch-free): `supervise` (refusal, memory watchdog, reply checks, plausibility).
+Runner side: `guard` (integrity checks around an evaluation), `channel` (authenticated replies).
+Supervisor side (torch-free): `supervise` (refusal, memory watchdog, reply checks, plausibility).
+The OS primitives (Landlock, seccomp, namespaces, limits) live in `flashinfer_bench.sandbox`;
 `flashinfer_bench.bench.confine` puts the runner side together.
 """

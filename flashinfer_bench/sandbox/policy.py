@@ -94,7 +94,7 @@ def python_paths() -> List[Path]:
     for p in sys.path:
         if p:
             out.append(Path(p))
-    pkg = Path(__file__).resolve().parents[2]  # flashinfer_bench/
+    pkg = Path(__file__).resolve().parents[1]  # flashinfer_bench/
     out.append(pkg)
     return [p for p in dict.fromkeys(x.resolve() if x.exists() else x for x in out) if p.exists() and not _is_dangerous_root(p)]
 
