@@ -48,6 +48,10 @@ class EvalConfig(BaseModel):
     check: Optional[Dict[str, Any]] = Field(None, description="correctness check: {kind: elementwise|matched_ratio|sampling, ...}")
     tolerance: Optional[Dict[str, float]] = Field(None, description="{atol, rtol} for every output, under the definition's own")
     profile_baseline: bool = Field(True, description="time the reference (speedup needs it)")
+    fresh_runner_per_solution: bool = Field(
+        True, description="each solution starts in a runner no other solution ran in (no patch, fd, thread or "
+        "cache of another solution); the reference is timed in a runner where no solution ever ran",
+    )
     # --- where it runs
     device: str = "auto"
     worker_dir: Optional[str] = None

@@ -251,6 +251,15 @@ def _as_tensor(x: Any, device: torch.device) -> Any:
     return x
 
 
+class _NoOutputs:
+    """Stands in for a runnable where only the reference is timed (no outputs to allocate)."""
+
+    dps = False
+
+
+_NO_OUTPUTS = _NoOutputs()
+
+
 @dataclass
 class _Set:
     inputs: List[Any]
@@ -266,7 +275,10 @@ class EvalRun:
         self.definition = Definition.model_validate(req["definition"])
         self.workload = Workload.model_validate(req["workload"])
         self.cfg = EvalConfig.model_validate(req["config"])
-        self.build = req["build"]
+        self.build = req.get("build") or {}
+        # the reference's timing, measured by the worker's reference runner (where no solution
+        # ever ran) and handed in by the supervisor; None: time it here
+        self.given_reference = req.get("reference_stats")
         self.seed = int(req["seed"])
         # the timed inputs' contents and order: a secret of this evaluation (recorded in the trace
         # afterwards to reproduce it), so a solution cannot regenerate them from the config's seed
@@ -472,6 +484,8 @@ class EvalRun:
 
     def _time_reference(self, ref: Callable[..., Any], sets: List[_Set], refresh: InputRefresher) -> Dict[str, Any]:
         key = f"{self._wl_key()}:{self.seed}:{self.device}:{self.cfg.timing_key()}"
+        if self.given_reference:
+            return {**self.given_reference, "source": "reference_runner"}
         hit = self.state.ref_timing.get(key)
         if hit is not None and time.monotonic() - hit["at"] < REF_TIMING_TTL_S:
             return {**hit["stats"], "cached": True}
@@ -809,6 +823,27 @@ class EvalRun:
         result.update(status=status, message=message, correctness=corr, performance=perf, extra=self.extra, env=env)
         return result
 
+    def reference_only(self) -> Dict[str, Any]:
+        """Time only the definition's reference on this workload (the reference runner's job: no
+        solution is ever loaded in its process). Returns {"status": "OK", "reference_stats": ...}
+        or {"status": <failure>, "message": ...}."""
+        try:
+            self.axes = axis_values(self.definition, self.workload)
+            self.out_shapes = self.definition.get_output_shapes(
+                {k: v for k, v in self.axes.items() if k in self.definition.var_axes}
+            )
+            ref = self.state.reference(self.definition)
+            sets = self._timing_sets(_NO_OUTPUTS, ref)
+            mask = random_input_mask(self.definition, self.workload, self.specs)
+            refresh = InputRefresher(
+                sets[0].inputs, mask, make_generator(derive_seed(self.timing_seed, self.workload.uuid, 10_001), self.device),
+                random.Random(derive_seed(self.timing_seed, self.workload.uuid, 10_003)),
+            )
+            stats = self._time_reference(ref, sets, refresh)
+        except (EvalFailure, ShapeError) as e:
+            return {"status": getattr(e, "status", "RUNTIME_ERROR"), "message": str(e)}
+        return {"status": "OK", "reference_stats": {k: v for k, v in stats.items() if k != "cached"}}
+
     def _timing_extra(self, stats: timing.TimingStats, ref_stats: Optional[Dict[str, Any]]) -> None:
         e = self.extra
         e.update(
@@ -832,7 +867,7 @@ class EvalRun:
             e.update(
                 reference_iqr_ms=ref_stats["iqr_ms"], reference_samples=ref_stats["samples"],
                 reference_latency_ms_median=ref_stats["median_ms"],
-                reference_noisy=ref_stats["noisy"], reference_cached=ref_stats.get("cached", False),
+                reference_noisy=ref_stats["noisy"], reference_cached=ref_stats.get("cached", False), reference_source=ref_stats.get("source", "this runner"),
                 reference_gate_mode=ref_stats["gate_mode"],
             )
         if stats.noisy:

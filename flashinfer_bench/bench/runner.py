@@ -104,6 +104,16 @@ def main(argv: Optional[list] = None) -> int:
         if kind == "ping":
             send_msg(sock, {"type": "pong"})
             continue
+        if kind == "time_reference":
+            # the reference runner: no solution has ever been loaded in this process
+            try:
+                result = EvalRun(state, msg["request"]).reference_only()
+            except Exception:  # noqa: BLE001 - a bug of ours: report it as such
+                import traceback
+
+                result = {"status": "RUNTIME_ERROR", "message": "internal error timing the reference:\n" + traceback.format_exc()}
+            send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
+            continue
         if kind != "evaluate":
             send_msg(sock, {"type": "error", "error": f"unknown message type {kind!r}"})
             continue

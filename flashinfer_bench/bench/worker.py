@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
+import json
 import logging
 import os
 import random
@@ -24,10 +26,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
@@ -53,6 +56,13 @@ def runner_environment(env: Dict[str, str]) -> Dict[str, str]:
     return {k: v for k, v in env.items() if k in _ENV_NAMES or k.startswith(_ENV_PREFIXES)}
 
 
+# how long the supervisor reuses a reference timing (same definition, workload, settings, device)
+REF_CACHE_TTL_S = 600.0
+# runners kept for other solutions (the pipeline interleaves solutions): each holds torch, and on a
+# GPU a CUDA context; FIB_RUNNER_POOL overrides
+RUNNER_POOL = max(1, int(os.environ.get("FIB_RUNNER_POOL", "3")))
+
+
 class RunnerStartError(RuntimeError):
     pass
 
@@ -67,6 +77,7 @@ class RunnerHandle:
     started: float = field(default_factory=time.monotonic)
     key: Optional[bytes] = None  # authenticates the runner's replies (sandbox.channel)
     seq: int = 0
+    served: Optional[str] = None  # the solution (build hash) this runner has run, if any
 
 
 def describe_exit(rc: Optional[int]) -> str:
@@ -100,6 +111,11 @@ class Supervisor:
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         self.base_seed = random.SystemRandom().randrange(1 << 31)
         self.runner: Optional[RunnerHandle] = None
+        # times only references, never loads a solution: its numbers are clean of solution code
+        self.ref_runner: Optional[RunnerHandle] = None
+        self.ref_cache: Dict[str, Tuple[float, Dict[str, Any]]] = {}
+        # runners of other solutions, each serving only its own, least recently used first
+        self.parked: "OrderedDict[str, RunnerHandle]" = OrderedDict()
         self.last_ready: Optional[Dict[str, Any]] = None
         self._runner_lock = threading.Lock()
         self._measure_lock = threading.Lock()
@@ -192,6 +208,10 @@ class Supervisor:
         shutil.rmtree(r.scratch, ignore_errors=True)
         if self.runner is r:
             self.runner = None
+        if self.ref_runner is r:
+            self.ref_runner = None
+        for k in [k for k, v in self.parked.items() if v is r]:
+            del self.parked[k]
 
     def replace_runner(self, r: RunnerHandle, why: str) -> None:
         """Kill `r` and start a fresh runner in the background (the next request waits for it)."""
@@ -257,12 +277,25 @@ class Supervisor:
         refused = supervise.refusal(r.ready, cfg.allow_unconfined)
         if refused:
             return trace("RUNTIME_ERROR", refused)
+        sol_key = str(build.get("hash") or req.get("solution_name"))
+        if cfg.fresh_runner_per_solution and r.served is not None and r.served != sol_key:
+            # another solution ran in this runner: whatever it left (patches, fds, threads, caches)
+            # must not meet this one. Its runner is parked for its next job (the pipeline
+            # interleaves solutions), this solution gets its own parked runner or a fresh one.
+            try:
+                r = self._switch_runner(r, sol_key)
+            except RunnerStartError as e:
+                return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
+        r.served = sol_key
+        ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
         self._n_eval += 1
         log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
         request = {
             "definition": req["definition"], "workload": req["workload"], "build": build,
             "config": cfg.model_dump(mode="json"), "seed": seed, "dataset_root": req.get("dataset_root"),
         }
+        if ref_stats is not None:
+            request["reference_stats"] = ref_stats
         nonce = os.urandom(8).hex()
         watch = supervise.MemoryWatch(r.proc.pid, supervise.host_limit(r.ready))
         try:
@@ -308,6 +341,75 @@ class Supervisor:
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
         return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
+
+    def _switch_runner(self, current: RunnerHandle, sol_key: str) -> RunnerHandle:
+        """Park `current` (it serves only its own solution) and make `sol_key`'s runner current."""
+        with self._runner_lock:
+            if current.served is not None and current.proc.poll() is None:
+                self.parked[current.served] = current
+                self.parked.move_to_end(current.served)
+            if self.runner is current:
+                self.runner = None
+            mine = self.parked.pop(sol_key, None)
+            while len(self.parked) >= RUNNER_POOL:
+                _, old = self.parked.popitem(last=False)
+                self._discard(old)
+            if mine is not None and mine.proc.poll() is None:
+                self.runner = mine
+                return mine
+            if mine is not None:
+                self._discard(mine)
+        return self.ensure_runner()
+
+    # ------------------------------------------------------------------ the reference runner
+    def _reference_stats(self, req: Dict[str, Any], cfg: EvalConfig, seed: int) -> Optional[Dict[str, Any]]:
+        """The reference's timing on this workload, from the reference runner (cached here, in the
+        supervisor, for REF_CACHE_TTL_S); None when it cannot be had (the solution's runner then
+        times the reference itself, as before)."""
+        ident = json.dumps(
+            [req["definition"], req["workload"], cfg.timing_key(), cfg.inputs, self.device], sort_keys=True, default=str
+        )
+        key = hashlib.sha256(ident.encode()).hexdigest()
+        hit = self.ref_cache.get(key)
+        if hit is not None and time.monotonic() - hit[0] < REF_CACHE_TTL_S:
+            return {**hit[1], "cached": True}
+        try:
+            with self._runner_lock:
+                if self.ref_runner is None or self.ref_runner.proc.poll() is not None:
+                    if self.ref_runner is not None:
+                        self._discard(self.ref_runner)
+                    self.ref_runner = self._spawn_runner()
+                rr = self.ref_runner
+        except RunnerStartError as e:
+            log.warning("no reference runner: %s", e)
+            return None
+        if supervise.uncovered(rr.ready, supervise.needed_paths(req, {})):
+            self.readable.update(str(p) for p in supervise.uncovered(rr.ready, supervise.needed_paths(req, {})))
+            with self._runner_lock:
+                self._discard(rr)
+            return None  # the next request starts one that can read this dataset
+        request = {"definition": req["definition"], "workload": req["workload"], "config": cfg.model_dump(mode="json"),
+                   "seed": seed, "dataset_root": req.get("dataset_root")}
+        nonce = os.urandom(8).hex()
+        try:
+            send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
+            reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
+        except (TimeoutError, ConnectionClosed, BrokenPipeError, ConnectionResetError) as e:
+            log.warning("reference runner failed (%s): the solution's runner times the reference", type(e).__name__)
+            with self._runner_lock:
+                self._discard(rr)
+            return None
+        result, why = supervise.check_reply(reply, rr.key, nonce, rr.seq)
+        if result is None:
+            with self._runner_lock:
+                self._discard(rr)
+            return None
+        rr.seq = int(reply.get("seq", rr.seq)) if rr.key is not None else rr.seq
+        stats = result.get("reference_stats")
+        if result.get("status") != "OK" or not isinstance(stats, dict):
+            return None  # the reference fails here: the evaluation reports it as the dataset's
+        self.ref_cache[key] = (time.monotonic(), stats)
+        return {**stats, "cached": False}
 
     # ------------------------------------------------------------------ serving
     def _handle(self, conn: socket.socket) -> None:
@@ -407,13 +509,15 @@ class Supervisor:
                     pass
             listener.close()
             with self._runner_lock:
-                if self.runner is not None:
+                for r in (self.runner, self.ref_runner, *self.parked.values()):
+                    if r is None:
+                        continue
                     try:
-                        send_msg(self.runner.sock, {"type": "exit"})
-                        self.runner.proc.wait(timeout=5)
+                        send_msg(r.sock, {"type": "exit"})
+                        r.proc.wait(timeout=5)
                     except (OSError, subprocess.TimeoutExpired):
                         pass
-                    self._discard(self.runner)
+                    self._discard(r)
 
 
 def main(argv: Optional[list] = None) -> int:

@@ -91,6 +91,8 @@ class Lab:
         self.config = EvalConfig(
             device="cpu", worker_dir=str(tmp / "w"), cache_dir=str(self.cache), max_time_s=0.03, warmup_max_s=0.01,
             warmup_min_s=0.0, iterations=10, timeout_s=60, idle_timeout_s=300,
+            # FIB_TEST_SHARED_RUNNER=1 turns the defence off: the cross-talk attacks then work
+            fresh_runner_per_solution=os.environ.get("FIB_TEST_SHARED_RUNNER") != "1",
         )
         self.worker_dir = tmp / "w"
         self.marker = f"fib-breach-{uuid.uuid4().hex[:12]}"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import List
 
-from flashinfer_bench.bench.client import ping_worker
+from flashinfer_bench.bench.client import evaluate_via_worker, ping_worker
 
 from tests.bench.conftest import rms_workload
 from .conftest import SECRET, Lab, flags
@@ -314,3 +314,20 @@ def test_build_time_code_is_confined_and_leaves_nothing_running(lab: Lab, unchan
     assert not Path(f"/proc/{m.group(1)}").exists() or "zombie" in Path(f"/proc/{m.group(1)}/status").read_text().lower()
     assert lab.breaches() == []
     unchanged()
+
+
+def test_a_solution_cannot_slow_or_break_the_next_one_or_the_reference(lab: Lab) -> None:
+    """Cross-talk: a solution patches a torch method the reference and others use and exhausts
+    file descriptors. The honest solution after it runs in its own runner and the reference is
+    timed in a runner where no solution ever ran: both keep their status and their latency."""
+    wl = rms_workload(64, uuid="crosstalk")
+    before = evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=lab.dataset)
+    assert before.evaluation.status.value == "PASSED", before.evaluation.log
+    lab.run("slow_competitors", workload=wl)
+    after = evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=lab.dataset)
+    ev = after.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    b, a = before.evaluation.performance, ev.performance
+    # the patch costs 2 ms a call: noise on this CPU is well under 3x
+    assert a.latency_ms < 3 * b.latency_ms + 0.5, (b.latency_ms, a.latency_ms)
+    assert a.reference_latency_ms < 3 * b.reference_latency_ms + 0.5, (b.reference_latency_ms, a.reference_latency_ms)
