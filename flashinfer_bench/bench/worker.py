@@ -58,9 +58,12 @@ def runner_environment(env: Dict[str, str]) -> Dict[str, str]:
 
 # how long the supervisor reuses a reference timing (same definition, workload, settings, device)
 REF_CACHE_TTL_S = 600.0
-# runners kept for other solutions (the pipeline interleaves solutions): each holds torch, and on a
-# GPU a CUDA context; FIB_RUNNER_POOL overrides
-RUNNER_POOL = max(1, int(os.environ.get("FIB_RUNNER_POOL", "3")))
+# runners kept for other solutions (the pipeline interleaves solutions): each holds torch (~0.4 GB),
+# on a GPU also a CUDA context and its input caches; FIB_RUNNER_POOL overrides
+
+
+def runner_pool(device: str) -> int:
+    return max(1, int(os.environ.get("FIB_RUNNER_POOL", "6" if device == "cpu" else "3")))
 
 
 class RunnerStartError(RuntimeError):
@@ -351,7 +354,7 @@ class Supervisor:
             if self.runner is current:
                 self.runner = None
             mine = self.parked.pop(sol_key, None)
-            while len(self.parked) >= RUNNER_POOL:
+            while len(self.parked) >= runner_pool(self.device):
                 _, old = self.parked.popitem(last=False)
                 self._discard(old)
             if mine is not None and mine.proc.poll() is None:
