@@ -54,6 +54,8 @@ for s in "$@"; do
     cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
     confine) step confine 300 python3 benchmarks/confinement_overhead.py --dataset shared/anchor-dataset ;;
     multigpu) step multigpu 230 python3 benchmarks/multi_gpu.py --batches 40 ;;
+    families) step families 420 python3 benchmarks/real_families_vs_ncu.py ;;
+    gputests-families) step gpu-families 400 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_families_gpu.py tests/security ;;
     *) echo "unknown step $s" ;;
   esac
 done
