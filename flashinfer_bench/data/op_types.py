@@ -32,10 +32,20 @@ _PAGED_KV = {
 
 # a workload that gives no softmax scale gets FlashInfer's default
 _GQA_SCALE = {"sm_scale": {"kind": "uniform", "low": "1/sqrt(head_dim)", "high": "1/sqrt(head_dim)"}}
+# DeepSeek MLA/DSA/NSA: the scale of the pre-absorption head dim (128 nope + 64 rope)
+_MLA_SCALE = {"sm_scale": {"kind": "uniform", "low": "1/sqrt(192)", "high": "1/sqrt(192)"}}
 
 OP_TYPE_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "gqa_paged": {"inputs": {**_PAGED_KV, **_GQA_SCALE}, "tolerance": ATTENTION_TOLERANCE},
-    "mla_paged": {"inputs": _PAGED_KV, "tolerance": ATTENTION_TOLERANCE},
+    "mla_paged": {"inputs": {**_PAGED_KV, **_MLA_SCALE}, "tolerance": ATTENTION_TOLERANCE},
+    "mla_ragged": {
+        "inputs": {
+            "qo_indptr": {"kind": "offsets", "total": "total_q"},
+            "kv_indptr": {"kind": "offsets", "total": "total_kv", "cover": "qo_indptr"},
+            "sm_scale": {"kind": "uniform", "low": "1/sqrt(qk_dim)", "high": "1/sqrt(qk_dim)"},
+        },
+        "tolerance": ATTENTION_TOLERANCE,
+    },
     "gqa_ragged": {
         "inputs": {
             "qo_indptr": {"kind": "offsets", "total": "total_q"},
@@ -49,9 +59,41 @@ OP_TYPE_DEFAULTS: Dict[str, Dict[str, Any]] = {
             **_PAGED_KV,
             # top-k token slots of the cache per query token; -1 pads rows when the cache is smaller
             "sparse_indices": {"kind": "indices", "high": "num_pages * page_size", "per_row": True},
+            **_MLA_SCALE,
+            # the top-k indexer's inputs: sequence lengths the block table covers, pages in the cache,
+            # positive queries and weights (relu(q.k) of a negative query zeroes every score)
+            "seq_lens": {"kind": "integers", "low": 1, "high": "max_num_pages * page_size"},
+            "block_table": {"kind": "indices", "high": "num_pages", "per_row": True},
+            "weights": {"kind": "uniform", "low": 0.0, "high": 1.0},
+            "q_index_fp8": {"kind": "uniform", "low": 0.0, "high": 1.0},
+            # fp8 values and fp32 scales packed in one byte tensor: bytes 0..63 are finite positive
+            # fp8 values and make scales below 4
+            "k_index_cache_fp8": {"kind": "integers", "low": 0, "high": 63},
         },
         "tolerance": ATTENTION_TOLERANCE,
     },
+    "nsa_paged": {
+        "inputs": {
+            "sparse_indices": {"kind": "indices", "high": "num_pages * page_size", "per_row": True},
+            "seq_lens": {"kind": "integers", "low": 1, "high": "max_seq_len"},
+            "page_table": {"kind": "indices", "high": "num_pages", "per_row": True},
+            **_MLA_SCALE,
+        },
+        "tolerance": ATTENTION_TOLERANCE,
+    },
+    "gdn": {
+        "inputs": {
+            "cu_seqlens": {"kind": "offsets", "total": "total_seq_len"},
+            "initial_state_indices": {"kind": "indices", "high": "pool_size"},
+            # gated delta nets run on L2-normalised q/k: unit-scale rows keep the recurrence bounded
+            "q": {"kind": "normal", "mean": 0.0, "std": "1/sqrt(head_size)"},
+            "k": {"kind": "normal", "mean": 0.0, "std": "1/sqrt(head_size)"},
+            "scale": {"kind": "uniform", "low": "1/sqrt(head_size)", "high": "1/sqrt(head_size)"},
+        },
+    },
+    "rope": {"inputs": {"positions": {"kind": "indices", "high": "max_seq_len", "unique": False}}},
+    "embedding": {"inputs": {"input_ids": {"kind": "indices", "high": "vocab_size", "unique": False}}},
+    "topk": {"inputs": {"k": {"kind": "integers", "low": "k", "high": "k"}}},
     "sampling": {
         "inputs": {
             "probs": {"kind": "probabilities", "scale": 3.0},
@@ -71,6 +113,13 @@ OP_TYPE_DEFAULTS: Dict[str, Dict[str, Any]] = {
                 "multiple_of": "num_local_experts",
             },
             "routed_scaling_factor": {"kind": "uniform", "low": 1.0, "high": 3.0},
+            "*_scalar": {"kind": "uniform", "low": 0.005, "high": 0.02},
+            # pre-routed MoE: expert ids per token inside the expert range, weights that sum to 1
+            "topk_ids": {"kind": "indices", "high": "num_experts", "per_row": True},
+            "topk_weights": {"kind": "probabilities", "scale": 1.0},
+            # unquantised expert weights: centred, or every gate's SiLU saturates to 0 for a sign
+            "w1": {"kind": "normal", "mean": 0.0, "std": 1.0},
+            "w2": {"kind": "normal", "mean": 0.0, "std": 1.0},
         },
         "check": {"kind": "matched_ratio", "required": 0.95},
         "tolerance": ATTENTION_TOLERANCE,

@@ -119,3 +119,37 @@ def test_every_real_definition_gets_constraint_satisfying_inputs(path):
             axes[a] = v
     drawn = generate_integer_inputs(d, axes, specs, 0)
     assert d.constraint_report(axes, drawn).failed == []
+
+
+def _defn(op_type: str, axes: dict, inputs: dict, constraints=()) -> Definition:
+    return Definition.model_validate({
+        "name": f"t_{op_type}", "op_type": op_type, "axes": axes, "inputs": inputs,
+        "outputs": {"o": {"shape": [next(iter(axes))], "dtype": "float32"}}, "constraints": list(constraints),
+        "reference": f"def run({', '.join(inputs)}):\n    return None",
+    })
+
+
+def test_other_families_get_in_range_structured_inputs():
+    """Families beyond the sample: GDN prefill offsets and state slots, RoPE positions, pre-routed
+    MoE expert ids and weights, NSA page tables: every index inside what it indexes."""
+    v = {"type": "var"}
+    gdn = _defn("gdn", {"num_seqs": v, "len_cu_seqlens": v, "total_seq_len": v, "pool_size": v},
+                {"cu_seqlens": {"shape": ["len_cu_seqlens"], "dtype": "int64"},
+                 "initial_state_indices": {"shape": ["num_seqs"], "dtype": "int32"}},
+                ["total_seq_len == cu_seqlens[-1].item()"])
+    axes = {"num_seqs": 3, "len_cu_seqlens": 4, "total_seq_len": 50, "pool_size": 8}
+    g = generate_integer_inputs(gdn, axes, family_settings(gdn)["inputs"], 0)
+    assert g["cu_seqlens"][0] == 0 and g["cu_seqlens"][-1] == 50 and g["initial_state_indices"].max() < 8
+    assert gdn.constraint_report(axes, g).failed == []
+    rope = _defn("rope", {"num_tokens": v, "max_seq_len": v}, {"positions": {"shape": ["num_tokens"], "dtype": "int64"}})
+    r = generate_integer_inputs(rope, {"num_tokens": 40, "max_seq_len": 16}, family_settings(rope)["inputs"], 0)
+    assert r["positions"].max() < 16
+    moe = _defn("moe", {"seq_len": v, "top_k": {"type": "const", "value": 4}, "num_experts": {"type": "const", "value": 16}},
+                {"topk_ids": {"shape": ["seq_len", "top_k"], "dtype": "int32"}})
+    m = generate_integer_inputs(moe, {"seq_len": 5}, family_settings(moe)["inputs"], 0)["topk_ids"]
+    assert m.max() < 16 and all(len(set(row)) == 4 for row in m.tolist())
+    nsa = _defn("nsa_paged", {"num_tokens": v, "num_pages": v, "page_size": {"type": "const", "value": 64},
+                              "topk": {"type": "const", "value": 8}},
+                {"sparse_indices": {"shape": ["num_tokens", "topk"], "dtype": "int32"}})
+    n = generate_integer_inputs(nsa, {"num_tokens": 3, "num_pages": 2}, family_settings(nsa)["inputs"], 0)["sparse_indices"]
+    assert n.max() < 128 and n.min() >= 0
