@@ -90,17 +90,9 @@ def spread(items: Sequence[Any], k: int) -> List[Any]:
 
 def blobs_to_random(wl: Any, root: Path) -> Any:
     """Inputs whose safetensors file is missing become generated ones (as missing_blobs=generate)."""
-    from flashinfer_bench.data.workload import RandomInput, SafetensorsInput
+    from flashinfer_bench.pipeline.plan import blobs_to_generators
 
-    inputs = dict(wl.inputs)
-    changed = False
-    for name, src in wl.inputs.items():
-        if isinstance(src, SafetensorsInput):
-            p = Path(src.path)
-            if not (p if p.is_absolute() else root / p).is_file():
-                inputs[name] = RandomInput(generated_for_missing_blob=src.path)
-                changed = True
-    return wl.model_copy(update={"inputs": inputs}) if changed else wl
+    return blobs_to_generators(wl, root)
 
 
 def reference_solution(d: Any) -> Any:
@@ -235,16 +227,7 @@ def ncu_child(dataset: Path, cache_dir: Path, jobs_file: Path, manifest: Path, c
 
 
 # ----------------------------------------------------------------------------- ncu CSV
-def _to_us(value: str, unit: str) -> float:
-    v = float(value.replace(",", ""))
-    u = unit.strip().lower()
-    if u in ("ns", "nsecond", "nseconds"):
-        return v / 1e3
-    if u in ("ms", "msecond", "mseconds"):
-        return v * 1e3
-    if u in ("s", "second", "seconds"):
-        return v * 1e6
-    return v  # us, usecond
+from anchor_vs_ncu import _to_us  # noqa: E402  (one reader of ncu's units)
 
 
 def parse_ncu(text: str, sections: List[Dict[str, Any]], calls: int) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:

@@ -207,7 +207,7 @@ def build_plan(
             if _located(found, f, probs, line):
                 continue
             if missing_blobs == "generate":
-                wl = _blobs_to_generators(wl, root)
+                wl = blobs_to_generators(wl, root)
             table = plan.workloads.setdefault(d.name, {})
             if wl.uuid in table:
                 probs.append(Problem(str(f), f"duplicate workload uuid {wl.uuid!r}", line, "workload.uuid"))
@@ -247,7 +247,7 @@ def _input_specs(d: Definition, config: Dict[str, Any], device: str) -> Dict[str
     return family_settings(d, ev.get("inputs"))["inputs"]
 
 
-def _blobs_to_generators(wl: Any, root: Path) -> Any:
+def blobs_to_generators(wl: Any, root: Path) -> Any:
     """missing_blobs=generate: inputs whose safetensors file is missing are drawn instead (the
     workload says so: `generated_for_missing_blob`)."""
     from flashinfer_bench.data.workload import RandomInput, SafetensorsInput
