@@ -100,7 +100,10 @@ def prepare(
         _STATE["defer_landlock"] = True
     elif ll.abi_version() > 0:
         try:
-            rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], _STATE["log_dir"], [roofline])
+            # a CPU runner has no use for /dev/shm (a tmpfs file would outlive it, unseen by the
+            # memory watch); CUDA runners keep it and the supervisor cleans up after each evaluation
+            rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], _STATE["log_dir"], [roofline],
+                               shm=gpu_runner)
             info = rs.apply()
             _STATE["layers"].append("landlock")
             _STATE["notes"]["landlock"] = {**info, **ll.describe_rules(rs)}
@@ -210,7 +213,8 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         elif "landlock" in layers:
             st = _STATE
             try:
-                build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"]).apply()
+                build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"],
+                              shm=False).apply()
             except OSError as e:
                 notes["landlock_layer2"] = f"failed: {e}"
         if seccomp.available():

@@ -66,6 +66,13 @@ def runner_pool(device: str) -> int:
     return max(1, int(os.environ.get("FIB_RUNNER_POOL", "6" if device == "cpu" else "3")))
 
 
+def _shm_entries() -> set:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except OSError:
+        return set()
+
+
 class RunnerStartError(RuntimeError):
     pass
 
@@ -240,7 +247,11 @@ class Supervisor:
         build = req["build"]
         seed = cfg.seed if cfg.seed is not None else self.base_seed
 
+        shm: Dict[str, set] = {}  # /dev/shm before the runner got the request
+
         def trace(status: str, message: str, output: str = "", result: Optional[Dict[str, Any]] = None) -> str:
+            if "before" in shm:
+                self._clean_shm(shm.pop("before"))
             static = (self.last_ready or {}).get("env")
             per_eval = dict((result or {}).get("env") or {})
             per_eval.setdefault("seed", seed)
@@ -300,6 +311,7 @@ class Supervisor:
         if ref_stats is not None:
             request["reference_stats"] = ref_stats
         nonce = os.urandom(8).hex()
+        shm["before"] = _shm_entries()
         watch = supervise.MemoryWatch(r.proc.pid, supervise.host_limit(r.ready))
         try:
             with watch:
@@ -344,6 +356,16 @@ class Supervisor:
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
         return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
+
+    def _clean_shm(self, before: set) -> None:
+        """Remove what the evaluation left in /dev/shm (a tmpfs file outlives its process)."""
+        for name in _shm_entries() - before:
+            p = Path("/dev/shm") / name
+            try:
+                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+                log.warning("removed /dev/shm/%s left by an evaluation", name)
+            except OSError as e:
+                log.error("cannot remove /dev/shm/%s: %s", name, e)
 
     def _switch_runner(self, current: RunnerHandle, sol_key: str) -> RunnerHandle:
         """Park `current` (it serves only its own solution) and make `sol_key`'s runner current."""

@@ -45,7 +45,7 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
         notes["cuda_init"] = _init_cuda()
     if ll.abi_version() > 0:
         try:
-            build_ruleset(work_dir, [], None).apply()
+            build_ruleset(work_dir, [], None, shm=False).apply()
             layers.append("landlock")
         except OSError as e:
             notes["landlock"] = f"failed: {e}"

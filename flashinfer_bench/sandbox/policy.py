@@ -101,8 +101,11 @@ def python_paths() -> List[Path]:
 
 def build_ruleset(
     scratch: Path, readable: Iterable[Path], log_dir: Optional[Path], extra_writable: Iterable[Path] = (),
+    shm: bool = True,
 ) -> ll.Ruleset:
-    """The runner's Landlock policy: read the system, Python and the given paths; write scratch."""
+    """The runner's Landlock policy: read the system, Python and the given paths; write scratch
+    (and /dev/shm when `shm`: CUDA runners keep it, the supervisor removes what an evaluation
+    left there)."""
     rs = ll.ruleset()
     rs.allow(SYSTEM_READABLE, ll.READ)
     rs.allow([Path("/etc") / e for e in ETC_READABLE], ll.READ)
@@ -110,7 +113,8 @@ def build_ruleset(
     rs.allow([p for p in readable if not _is_dangerous_root(Path(p))], ll.READ)
     rs.allow(["/dev"], ll.READ_DIR)
     rs.allow(DEV_RW + sorted(glob.glob("/dev/nvidia*")), ll.READ_FILE | ll.WRITE_FILE | ll.IOCTL_DEV)
-    rs.allow(["/dev/shm"], ll.READ | ll.WRITE)
+    if shm:
+        rs.allow(["/dev/shm"], ll.READ | ll.WRITE)
     # REFER: renames between directories of scratch (Triton's cache moves a compiled kernel from
     # its temp dir into place; without it Landlock answers EXDEV)
     rs.allow([scratch], ll.READ | ll.WRITE | ll.REFER)

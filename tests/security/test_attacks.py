@@ -331,3 +331,12 @@ def test_a_solution_cannot_slow_or_break_the_next_one_or_the_reference(lab: Lab)
     # the patch costs 2 ms a call: noise on this CPU is well under 3x
     assert a.latency_ms < 3 * b.latency_ms + 0.5, (b.latency_ms, a.latency_ms)
     assert a.reference_latency_ms < 3 * b.reference_latency_ms + 0.5, (b.reference_latency_ms, a.reference_latency_ms)
+
+
+def test_nothing_written_to_dev_shm_survives_an_evaluation(lab: Lab) -> None:
+    marker = f"{lab.marker}-shm"
+    t = lab.run("shm_fill", marker=marker)
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log
+    assert not Path("/dev/shm", marker).exists()
+    # on the CPU the runner may not write there at all
+    assert "denied: shm" in t.evaluation.log, t.evaluation.log[-1500:]
