@@ -32,11 +32,11 @@ from ..data.op_types import family_settings
 from . import timing
 from .checks import CheckSpecError, make_checker
 from .config import EvalConfig
-from .correctness import (
+from .correctness import (  # compare and mismatch_count stay bound here: the guard watches them (patch_harness)
     TrialSummary,
-    check_structure,
     compare,
     mismatch_count,
+    check_structure,
     normalize_outputs,
     tolerance_for,
 )
@@ -347,6 +347,23 @@ class EvalRun:
         self.state.sets.put(key, val, tensor_bytes(pristine) + tensor_bytes(ref_out))
         return val
 
+    def _bind_axes(self) -> None:
+        """The workload's axis values and output shapes (a ShapeError when they do not fit)."""
+        self.axes = axis_values(self.definition, self.workload)
+        self.out_shapes = self.definition.get_output_shapes(
+            {k: v for k, v in self.axes.items() if k in self.definition.var_axes}
+        )
+
+    def _refresher(self, sets: List["_Set"]) -> InputRefresher:
+        """New content for the random inputs of the timed calls, from this evaluation's secret seed."""
+        mask = random_input_mask(self.definition, self.workload, self.specs)
+        if not any(mask):
+            self.notes.append("no random tensor input: timed inputs rotate addresses but not content")
+        return InputRefresher(
+            sets[0].inputs, mask, make_generator(derive_seed(self.timing_seed, self.workload.uuid, 10_001), self.device),
+            random.Random(derive_seed(self.timing_seed, self.workload.uuid, 10_003)),
+        )
+
     def _record_check(self, result: Any) -> None:
         """Which check ran and its figures, in the trace (the worst over trials for numbers that
         are minima/maxima is kept by the checker's own naming: last write wins per key)."""
@@ -556,10 +573,10 @@ class EvalRun:
             p = 1.0 if n_checked[0] < 3 else 0.5 if n_checked[0] < 8 else TIMED_CHECK_SHARE
             if _fresh_uniform() >= p:
                 return
-            s_now: _Set = pending["set"]
+            s: _Set = pending["set"]
             offsets = pending["offsets"]
             pending["pristine"] = [
-                refresh.window(j, offsets[j], x) if j in offsets else clean[j] for j, x in enumerate(s_now.inputs)
+                refresh.window(j, offsets[j], x) if j in offsets else clean[j] for j, x in enumerate(s.inputs)
             ]
             # the reference of a checked call is computed only now that the call has returned: while
             # the solution ran, the expected answer to these inputs existed nowhere in this process
@@ -567,7 +584,6 @@ class EvalRun:
             if self.checker.compares_to_reference:
                 pending["ref"] = self._call_reference(ref, pending["pristine"])
             n_checked[0] += 1
-            s: _Set = pending["set"]
             bad = acc["bad"]
             structured = all(
                 isinstance(o, torch.Tensor)
@@ -689,10 +705,7 @@ class EvalRun:
         _set_backend_flags(state.backend_flags)
         try:
             try:
-                self.axes = axis_values(self.definition, self.workload)
-                self.out_shapes = self.definition.get_output_shapes(
-                    {k: v for k, v in self.axes.items() if k in self.definition.var_axes}
-                )
+                self._bind_axes()
             except ShapeError as e:
                 raise EvalFailure("RUNTIME_ERROR", f"the workload does not fit the definition: {e}") from e
             try:
@@ -711,14 +724,8 @@ class EvalRun:
             self._phase("correctness")
             corr = {"max_abs": summary.max_abs, "max_rel": summary.max_rel}
             self.corr = corr
-            mask = random_input_mask(self.definition, self.workload, self.specs)
-            if not any(mask):
-                self.notes.append("no random tensor input: timed inputs rotate addresses but not content")
             sets = self._timing_sets(runnable, ref)
-            refresh = InputRefresher(
-                sets[0].inputs, mask, make_generator(derive_seed(self.timing_seed, self.workload.uuid, 10_001), self.device),
-                random.Random(derive_seed(self.timing_seed, self.workload.uuid, 10_003)),
-            )
+            refresh = self._refresher(sets)
             self._phase("timing_setup")
             ref_stats: Optional[Dict[str, Any]] = None
             if self.cfg.profile_baseline:
@@ -738,7 +745,7 @@ class EvalRun:
             if self.cfg.check_timed_outputs and chk["checked"] == 0:
                 raise EvalFailure(
                     "INCORRECT_NUMERICAL",
-                    "none of the timed calls was re-checked (every call until 3 are is checked): the re-check was "
+                    "none of the timed calls was re-checked (the first 3 always are): the re-check was "
                     "disarmed, so the timed outputs are unverified",
                     corr, ["recheck_disarmed"],
                 )
@@ -828,18 +835,10 @@ class EvalRun:
         solution is ever loaded in its process). Returns {"status": "OK", "reference_stats": ...}
         or {"status": <failure>, "message": ...}."""
         try:
-            self.axes = axis_values(self.definition, self.workload)
-            self.out_shapes = self.definition.get_output_shapes(
-                {k: v for k, v in self.axes.items() if k in self.definition.var_axes}
-            )
+            self._bind_axes()
             ref = self.state.reference(self.definition)
             sets = self._timing_sets(_NO_OUTPUTS, ref)
-            mask = random_input_mask(self.definition, self.workload, self.specs)
-            refresh = InputRefresher(
-                sets[0].inputs, mask, make_generator(derive_seed(self.timing_seed, self.workload.uuid, 10_001), self.device),
-                random.Random(derive_seed(self.timing_seed, self.workload.uuid, 10_003)),
-            )
-            stats = self._time_reference(ref, sets, refresh)
+            stats = self._time_reference(ref, sets, self._refresher(sets))
         except (EvalFailure, ShapeError) as e:
             return {"status": getattr(e, "status", "RUNTIME_ERROR"), "message": str(e)}
         return {"status": "OK", "reference_stats": {k: v for k, v in stats.items() if k != "cached"}}

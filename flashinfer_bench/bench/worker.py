@@ -408,8 +408,9 @@ class Supervisor:
         except RunnerStartError as e:
             log.warning("no reference runner: %s", e)
             return None
-        if supervise.uncovered(rr.ready, supervise.needed_paths(req, {})):
-            self.readable.update(str(p) for p in supervise.uncovered(rr.ready, supervise.needed_paths(req, {})))
+        need = supervise.uncovered(rr.ready, supervise.needed_paths(req, {}))
+        if need:
+            self.readable.update(str(p) for p in need)
             with self._runner_lock:
                 self._discard(rr)
             return None  # the next request starts one that can read this dataset

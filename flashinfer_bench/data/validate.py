@@ -365,6 +365,7 @@ def _constraint_problems(
     """The constraints on this workload: over its axes and input shapes, then (for those that read
     tensor values) over the inputs the run would use: blobs that exist, and the structured inputs
     the generators draw (the same code, with seed 0)."""
+    from .expr import names_in
     from .input_specs import INTEGER_KINDS, InputSpecError, generate_integer_inputs
     from .op_types import family_settings
 
@@ -390,21 +391,14 @@ def _constraint_problems(
         return out
     values = {**given, **drawn}
     later = d.constraint_report(var, values)
-    unread = {n for _, _, n in report.deferred} - set(values)
     for f in later.failed:
         out.append(_err(
             "workload.inputs",
             f"constraint {f.message} does not hold (constraints[{f.index}]) on the "
-            + ("blob" if any(n in given for n in names_in_constraint(f.expr)) else "generated") + " inputs",
+            + ("blob" if any(n in given for n in names_in(f.expr)) else "generated") + " inputs",
         ))
-    del unread  # constraints on random or unreadable inputs are checked on the actual inputs at run time
+    # constraints on random or unreadable inputs are checked on the actual inputs at run time
     return out
-
-
-def names_in_constraint(expr: str) -> set:
-    from .expr import names_in
-
-    return set(names_in(expr))
 
 
 def _safetensors_problems(

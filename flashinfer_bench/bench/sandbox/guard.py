@@ -27,7 +27,7 @@ import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 _OUR_MODULES = (
-    "timing", "evaluate", "correctness", "inputs", "roofline", "environment", "loader", "protocol",
+    "timing", "evaluate", "checks", "correctness", "inputs", "roofline", "environment", "loader", "protocol",
     "runner", "confine", "sandbox.guard", "sandbox.channel",
 )
 _FLAG_PATCHED = "timer_patched"
