@@ -195,6 +195,16 @@ class RunnerState:
             self.calibration = timing.calibrate_overhead(self.sampler, device)
             self.event_overhead_ms = self.calibration["overhead_ms"]
 
+    def release_memory(self, drop_inputs: bool = False) -> None:
+        """Hand cached GPU memory back to the device after an evaluation: runners of other
+        solutions share the GPU (a parked runner once held 45 GiB of its caching allocator and made
+        the next solution's reference run out of memory). `drop_inputs` also drops the cached
+        input sets (a runner being parked)."""
+        if drop_inputs:
+            self.sets.clear()
+        if self.cuda:
+            torch.cuda.empty_cache()
+
     # ------------------------------------------------------------------ loading
     def reference(self, definition: Definition) -> Callable[..., Any]:
         key = hashlib.sha256(definition.reference.encode()).hexdigest()

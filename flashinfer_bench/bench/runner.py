@@ -104,6 +104,9 @@ def main(argv: Optional[list] = None) -> int:
         if kind == "ping":
             send_msg(sock, {"type": "pong"})
             continue
+        if kind == "trim":  # being parked: give back what other runners of this GPU may need
+            state.release_memory(drop_inputs=True)
+            continue
         if kind == "time_reference":
             # the reference runner: no solution has ever been loaded in this process
             try:
@@ -112,6 +115,7 @@ def main(argv: Optional[list] = None) -> int:
                 import traceback
 
                 result = {"status": "RUNTIME_ERROR", "message": "internal error timing the reference:\n" + traceback.format_exc()}
+            state.release_memory()
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
         if kind != "evaluate":
@@ -130,6 +134,7 @@ def main(argv: Optional[list] = None) -> int:
         finally:
             _redirect(None, own_log)
         result = guard.after_eval(result, msg.get("log_path"))
+        state.release_memory()
         send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
 
 

@@ -66,6 +66,16 @@ def runner_pool(device: str) -> int:
     return max(1, int(os.environ.get("FIB_RUNNER_POOL", "6" if device == "cpu" else "3")))
 
 
+def _out_of_memory(trace_json: str) -> bool:
+    """Did this evaluation fail for want of GPU memory (its trace's message or log says so)?"""
+    t = json.loads(trace_json)
+    ev = t.get("evaluation") or {}
+    if ev.get("status") not in ("RUNTIME_ERROR", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL"):
+        return False
+    text = str(ev.get("log") or "")
+    return "CUDA out of memory" in text or "OutOfMemoryError" in text
+
+
 def _shm_entries() -> set:
     try:
         return set(os.listdir("/dev/shm"))
@@ -240,7 +250,27 @@ class Supervisor:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, req: Dict[str, Any]) -> str:
-        """One request -> the JSON of its Trace (never raises for a bad solution)."""
+        """One request -> the JSON of its Trace (never raises for a bad solution).
+
+        A GPU evaluation that ran out of memory while other runners of this worker (parked ones,
+        the reference runner) held GPU memory is not charged to the solution: those runners are
+        stopped and the evaluation runs once more."""
+        tr = self._evaluate_once(req)
+        if self.device != "cpu" and _out_of_memory(tr) and self._stop_idle_runners():
+            log.warning("%s ran out of GPU memory beside idle runners: stopped them, evaluating again",
+                        req.get("solution_name"))
+            tr = self._evaluate_once(req)
+        return tr
+
+    def _stop_idle_runners(self) -> bool:
+        """Stop every runner but the current one; True when there was one to stop."""
+        with self._runner_lock:
+            idle = [r for r in [*self.parked.values(), self.ref_runner] if r is not None and r is not self.runner]
+            for r in idle:
+                self._discard(r)
+        return bool(idle)
+
+    def _evaluate_once(self, req: Dict[str, Any]) -> str:
         t0 = time.monotonic()
         cfg = EvalConfig.model_validate(req["config"])
         common = dict(definition=req["definition"]["name"], solution=req["solution_name"], workload=req["workload"])
@@ -373,6 +403,11 @@ class Supervisor:
             if current.served is not None and current.proc.poll() is None:
                 self.parked[current.served] = current
                 self.parked.move_to_end(current.served)
+                if self.device != "cpu":
+                    try:  # its cached inputs and allocator pool are the next runner's memory
+                        send_msg(current.sock, {"type": "trim"})
+                    except OSError:
+                        self._discard(current)
             if self.runner is current:
                 self.runner = None
             mine = self.parked.pop(sol_key, None)

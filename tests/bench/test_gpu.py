@@ -157,3 +157,30 @@ def test_triton_kernel_jit_compiled_in_the_confined_runner(cuda_config) -> None:
         wl.uuid = f"jit-m{m}"
         t = evaluate_via_worker(definition, sol, wl, build, cuda_config)
         assert t.evaluation.status.value == "PASSED", (m, t.evaluation.log)
+
+
+# an honest solution with a big temporary workspace: 40% of the GPU, freed (cached by torch's
+# allocator) before it returns
+BIG_WORKSPACE = """import torch
+
+_seen = []
+
+
+def run(x, weight, eps):
+    if not _seen:
+        free, total = torch.cuda.mem_get_info()
+        ws = torch.empty(int(0.4 * total), dtype=torch.uint8, device=x.device)
+        ws.fill_(1)
+        del ws
+        _seen.append(1)
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, float(eps))
+"""
+
+
+def test_runners_of_other_solutions_leave_gpu_memory(cuda_config) -> None:
+    # each solution has its own runner; a parked runner once kept 45 GiB cached and the next
+    # solution's reference ran out of memory (charged to that solution)
+    d = rms_definition(4096, name="rmsnorm_gpu_memory")
+    for i in range(3):
+        t = _eval(f"big_workspace_{i}", BIG_WORKSPACE.replace("_seen = []", f"_seen = []  # {i}"), d, cuda_config)
+        assert t.evaluation.status.value == "PASSED", t.evaluation.log
