@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 
 def atomic_write_text(path: Union[str, Path], text: str) -> None:
@@ -41,3 +42,39 @@ def _mode_for(path: Path) -> int:
 
 def atomic_write_json(path: Union[str, Path], obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
+
+
+@contextmanager
+def file_lock(path: Union[str, Path]) -> Iterator[None]:
+    """An exclusive lock (flock) on the file `path`, which is removed again on release: nothing
+    is left next to the data it guards (filelock's FileLock leaves its `.lock` file behind).
+
+    Removing a lock file is safe only with a check: a waiter may have opened the file a holder is
+    about to remove. So the holder removes the path before it unlocks, and whoever acquires a lock
+    verifies the path still names the file it locked, else it retries on the new one."""
+    import fcntl
+
+    path = str(path)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            mine = os.fstat(fd)
+            try:
+                now = os.stat(path)
+                if (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                    break
+            except FileNotFoundError:
+                pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # a lock on a removed file: take the new one
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # releases the lock

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from filelock import FileLock
 from pydantic import ValidationError
 
+from flashinfer_bench.atomic import file_lock
 from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload, trace_key
 from flashinfer_bench.data.io import (
     Problem,
@@ -179,7 +179,7 @@ def merge_traces(target: Path, new: List[Trace]) -> int:
     keys = {trace_key(t) for t in new}
     kept: List[str] = []
     replaced = 0
-    with FileLock(str(target) + ".lock"):
+    with file_lock(str(target) + ".lock"):  # removed on release: no lock file stays in traces/
         if target.exists():
             for line in target.read_text(encoding="utf-8").splitlines():
                 if not line.strip():
