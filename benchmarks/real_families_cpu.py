@@ -114,7 +114,7 @@ def workload_size(d: Any, axes: Dict[str, int]) -> float:
     """Total elements of every tensor input and output (inf when the axes do not fit)."""
     try:
         var = {k: v for k, v in axes.items() if k in d.var_axes}
-        shapes = list(d.get_input_shapes(var).values()) + list(d.get_output_shapes(var).values())
+        shapes = list(d.input_shapes_by_name(var).values()) + list(d.output_shapes_by_name(var).values())
     except Exception:  # noqa: BLE001 - a bad workload sorts last; validate reports it
         return math.inf
     return float(sum(math.prod(s) for s in shapes if s is not None))

@@ -241,7 +241,7 @@ class Dispatcher:
                 bound = d.bind_axes({k: v for k, v in shapes.items() if k in d.inputs})
                 axes = tuple(bound[a] for a in d.var_axes)
                 if dps:
-                    want = d.get_output_shapes(bound)
+                    want = d.output_shapes_by_name(bound)
                     for oname in d.outputs:
                         if oname in shapes and tuple(want[oname] or ()) != shapes[oname]:
                             problems.append(

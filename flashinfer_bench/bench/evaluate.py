@@ -360,7 +360,7 @@ class EvalRun:
     def _bind_axes(self) -> None:
         """The workload's axis values and output shapes (a ShapeError when they do not fit)."""
         self.axes = axis_values(self.definition, self.workload)
-        self.out_shapes = self.definition.get_output_shapes(
+        self.out_shapes = self.definition.output_shapes_by_name(
             {k: v for k, v in self.axes.items() if k in self.definition.var_axes}
         )
 

@@ -187,7 +187,7 @@ def make_inputs(
     checks constraints with), float kinds here on the device."""
     specs = specs or {}
     axes = axis_values(definition, workload)
-    shapes = definition.get_input_shapes(axes)
+    shapes = definition.input_shapes_by_name(axes)
     gen = make_generator(seed, device)
     rng = random.Random(seed)
     given: Dict[str, Any] = {}
@@ -318,7 +318,7 @@ def clone_inputs(inputs: Sequence[Any]) -> List[Any]:
 
 
 def allocate_outputs(definition: Definition, axes: Dict[str, int], device: torch.device) -> List[torch.Tensor]:
-    shapes = definition.get_output_shapes({k: v for k, v in axes.items() if k in definition.var_axes})
+    shapes = definition.output_shapes_by_name({k: v for k, v in axes.items() if k in definition.var_axes})
     return [
         torch.empty(shapes[n] if shapes[n] is not None else (), dtype=s.dtype.to_torch(), device=device)
         for n, s in definition.outputs.items()

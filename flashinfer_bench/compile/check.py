@@ -54,7 +54,7 @@ def make_inputs(
         definition, var_values, {n: sp for n, sp in specs.items() if sp["kind"] in INTEGER_KINDS and n not in (scalars or {})}, seed
     )
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    shapes = definition.get_input_shapes(var_values)
+    shapes = definition.input_shapes_by_name(var_values)
     out: List[Any] = []
     for name, spec in definition.inputs.items():
         shape = shapes[name]

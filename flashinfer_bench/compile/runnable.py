@@ -148,7 +148,7 @@ class Runnable:
         if specs is None:
             shapes = {n: s for n, s in zip(self._inputs, key) if s is not None}
             var = self.definition.bind_axes(shapes)
-            out_shapes = self.definition.get_output_shapes(var)
+            out_shapes = self.definition.output_shapes_by_name(var)
             specs = []
             for n, spec in self.definition.outputs.items():
                 if out_shapes[n] is None:

@@ -57,7 +57,7 @@ def make_args(
 
     gen = torch.Generator(device="cpu").manual_seed(seed)
     args: List[Any] = []
-    in_shapes = definition.get_input_shapes(var_values)
+    in_shapes = definition.input_shapes_by_name(var_values)
     for name, spec in definition.inputs.items():
         shape = in_shapes[name]
         if shape is None:
@@ -70,7 +70,7 @@ def make_args(
             t = torch.zeros(shape, dtype=dt)
         args.append(t.to(device))
     if dps:
-        out_shapes = definition.get_output_shapes(var_values)
+        out_shapes = definition.output_shapes_by_name(var_values)
         for name, spec in definition.outputs.items():
             shape = out_shapes[name]
             if shape is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Annotated, Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
@@ -166,14 +166,21 @@ class Definition(BaseModel):
     def output_names(self) -> List[str]:
         return list(self.outputs)
 
-    def bind_axes(self, input_shapes: Mapping[str, Optional[Sequence[int]]]) -> Dict[str, int]:
-        """Var-axis values from concrete input shapes; raises ShapeError on any mismatch."""
+    def bind_axes(
+        self, input_shapes: Mapping[str, Optional[Sequence[int]]], require_all: bool = True
+    ) -> Dict[str, int]:
+        """Var-axis values from concrete input shapes; raises ShapeError on any mismatch.
+
+        require_all=False skips inputs not given (FlashInfer-Bench 0.1.2's `get_axes_values`
+        accepts a prefix of the inputs); every var axis must still be bound."""
         bound: Dict[str, int] = {}
         consts = self.const_axes
         for tname, spec in self.inputs.items():
             if spec.shape is None:
                 continue
             if tname not in input_shapes:
+                if not require_all:
+                    continue
                 raise ShapeError(f"{self.name}: missing input {tname!r}")
             shape = input_shapes[tname]
             if shape is None or len(shape) != len(spec.shape):
@@ -213,18 +220,66 @@ class Definition(BaseModel):
             for n, s in specs.items()
         }
 
-    def get_input_shapes(self, var_values: Mapping[str, int]) -> Dict[str, Optional[Tuple[int, ...]]]:
+    def input_shapes_by_name(self, var_values: Mapping[str, int]) -> Dict[str, Optional[Tuple[int, ...]]]:
+        """Concrete input shapes by input name (None for a scalar): the form our code reads."""
         return self._shapes(self.inputs, var_values)
 
-    def get_output_shapes(self, var_values: Mapping[str, int]) -> Dict[str, Optional[Tuple[int, ...]]]:
+    def output_shapes_by_name(self, var_values: Mapping[str, int]) -> Dict[str, Optional[Tuple[int, ...]]]:
+        """Concrete output shapes by output name (None for a scalar)."""
         return self._shapes(self.outputs, var_values)
+
+    # ----- FlashInfer-Bench 0.1.2's shape API (positional, in the definition's order) -----
+    def get_input_shapes(self, var_axes_values: Optional[Mapping[str, int]] = None) -> List[Optional[List[int]]]:
+        """One shape per input in order, each a list (None for a scalar), as 0.1.2 returns them.
+
+        A missing var axis raises ShapeError (a ValueError, as in 0.1.2)."""
+        return [None if s is None else list(s) for s in self._shapes(self.inputs, var_axes_values or {}).values()]
+
+    def get_output_shapes(self, var_values: Optional[Mapping[str, int]] = None) -> List[Optional[List[int]]]:
+        """One shape per output in order, each a list (None for a scalar)."""
+        return [None if s is None else list(s) for s in self._shapes(self.outputs, var_values or {}).values()]
+
+    def get_axes_values(self, input_shapes: Iterable[Optional[Sequence[int]]]) -> Dict[str, int]:
+        """Var-axis values from input shapes given in input order (0.1.2's API over `bind_axes`).
+
+        Shapes may stop early; scalars' entries are ignored. Raises ShapeError (a ValueError)
+        when ranks, shared axes or const axes disagree, or a var axis stays unbound."""
+        shapes = dict(zip(self.inputs, input_shapes))
+        return self.bind_axes(shapes, require_all=False)
+
+    def get_axes_values_from_inputs(self, inputs: Iterable[Any]) -> Dict[str, int]:
+        """Var-axis values from the input values themselves (anything with a `.shape`)."""
+        return self.get_axes_values(
+            [tuple(v.shape) if hasattr(v, "shape") else None for v in inputs]
+        )
+
+    @property
+    def var_axes_bindings(self) -> Dict[str, Tuple[str, int]]:
+        """Where each var axis is read: (first input carrying it, dimension index)."""
+        out: Dict[str, Tuple[str, int]] = {}
+        var = set(self.var_axes)
+        for tname, spec in self.inputs.items():
+            for i, ax in enumerate(spec.shape or []):
+                if ax in var and ax not in out:
+                    out[ax] = (tname, i)
+        return out
+
+    @property
+    def torch_input_dtypes(self) -> List[Any]:
+        """torch dtypes of the inputs, in order (imports torch)."""
+        return [s.dtype.to_torch() for s in self.inputs.values()]
+
+    @property
+    def torch_output_dtypes(self) -> List[Any]:
+        """torch dtypes of the outputs, in order (imports torch)."""
+        return [s.dtype.to_torch() for s in self.outputs.values()]
 
     def bytes_moved(self, var_values: Mapping[str, int]) -> int:
         """Fewest bytes one call must move: every tensor input read once, every output written once."""
         total_bits = 0
         for specs, shapes in (
-            (self.inputs, self.get_input_shapes(var_values)),
-            (self.outputs, self.get_output_shapes(var_values)),
+            (self.inputs, self.input_shapes_by_name(var_values)),
+            (self.outputs, self.output_shapes_by_name(var_values)),
         ):
             for n, shape in shapes.items():
                 if shape is None:
@@ -276,7 +331,7 @@ class Definition(BaseModel):
         names: Dict[str, Any] = dict(values)
         shapes: Dict[str, Optional[Tuple[int, ...]]] = {}
         if all(a in values for a in self.var_axes):
-            shapes = self.get_input_shapes({a: values[a] for a in self.var_axes})
+            shapes = self.input_shapes_by_name({a: values[a] for a in self.var_axes})
         for n, spec in self.inputs.items():
             if inputs is not None and n in inputs:
                 names[n] = inputs[n]
@@ -300,8 +355,8 @@ class Definition(BaseModel):
         return report
 
     def max_tensor_elements(self, var_values: Mapping[str, int]) -> int:
-        shapes = list(self.get_input_shapes(var_values).values()) + list(
-            self.get_output_shapes(var_values).values()
+        shapes = list(self.input_shapes_by_name(var_values).values()) + list(
+            self.output_shapes_by_name(var_values).values()
         )
         return max((math.prod(s) for s in shapes if s is not None), default=0)
 

@@ -204,7 +204,7 @@ def generate_integer_inputs(
     Raises InputSpecError naming the input and field when the axes cannot satisfy a spec."""
     values: Dict[str, int] = dict(definition.const_axes)
     values.update({k: int(v) for k, v in axes.items() if k in definition.axes})
-    shapes = definition.get_input_shapes({a: values[a] for a in definition.var_axes})
+    shapes = definition.input_shapes_by_name({a: values[a] for a in definition.var_axes})
     known: Dict[str, Any] = {k: np.asarray(v) if hasattr(v, "shape") else v for k, v in (given or {}).items()}
     out: Dict[str, Any] = {}
     wanted = None if names is None else set(names)

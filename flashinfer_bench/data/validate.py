@@ -278,8 +278,8 @@ def workload_problems(
     if axes_ok:
         values = {ax: w.axes[ax] for ax in d.var_axes}
         for group, got in (
-            ("inputs", d.get_input_shapes(values)),
-            ("outputs", d.get_output_shapes(values)),
+            ("inputs", d.input_shapes_by_name(values)),
+            ("outputs", d.output_shapes_by_name(values)),
         ):
             for name, shape in got.items():
                 if shape is None:

@@ -36,7 +36,8 @@ def test_example02_definition(ex02: dict) -> None:
     assert isinstance(d, Definition)
     assert d.var_axes == ["batch"] and d.const_axes == {"hidden": 4096}
     assert d.problems(strict=True) == []
-    assert d.get_input_shapes({"batch": 32}) == {"x": (32, 4096), "weight": (4096,), "eps": None}
+    assert d.input_shapes_by_name({"batch": 32}) == {"x": (32, 4096), "weight": (4096,), "eps": None}
+    assert d.get_input_shapes({"batch": 32}) == [[32, 4096], [4096], None]  # 0.1.2's form
     assert d.check_constraints({"batch": 32}) == []
     assert d.bytes_moved({"batch": 32}) == 2 * 32 * 4096 * 2 + 2 * 4096
     assert schema_errors("definition", json.loads(d.model_dump_json())) == []
