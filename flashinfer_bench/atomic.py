@@ -10,15 +10,18 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 
-def atomic_write_text(path: Union[str, Path], text: str) -> None:
-    """Write via a temp file in the same directory and rename, so readers see old or new, never torn."""
+def atomic_write_text(path: Union[str, Path], text: str, errors: str = "strict") -> None:
+    """Write via a temp file in the same directory and rename, so readers see old or new, never torn.
+
+    errors="surrogateescape" writes back bytes that were read with it (lines that are not UTF-8
+    text, kept as they were)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes the file 0600; keep a replaced file's mode, else what open() would give
         os.fchmod(fd, _mode_for(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8", errors=errors) as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

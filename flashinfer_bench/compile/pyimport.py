@@ -16,6 +16,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, List, Optional
 
+from ..data.signature import arity_problem  # noqa: F401  (also imported from here)
 from .messages import exception_location
 from .sources import module_name
 
@@ -138,33 +139,3 @@ def signature_problem(
         symbol, str(sig), len(required), None if var_pos else len(positional), kw_required,
         inputs, outputs, dps,
     )
-
-
-def arity_problem(
-    symbol: str,
-    shown: str,
-    n_required: int,
-    n_max: Optional[int],
-    kw_required: List[str],
-    inputs: List[str],
-    outputs: List[str],
-    dps: bool,
-) -> Optional[str]:
-    """Shared by Python and extension entries: does a call with the definition's args fit?"""
-    expected = len(inputs) + (len(outputs) if dps else 0)
-    how = f"inputs ({', '.join(inputs)})" + (f" then outputs ({', '.join(outputs)})" if dps else "")
-    if kw_required:
-        return f"entry {symbol}{shown} has required keyword-only parameters {kw_required}"
-    if n_required <= expected and (n_max is None or n_max >= expected):
-        return None
-    takes = f"{n_required}" if n_max == n_required else (
-        f"{n_required} to {n_max}" if n_max is not None else f"at least {n_required}"
-    )
-    msg = (
-        f"entry {symbol}{shown} takes {takes} positional parameter(s), but "
-        f"destination_passing_style is {str(dps).lower()}, so it is called with {expected}: {how}"
-    )
-    other = len(inputs) + (0 if dps else len(outputs))
-    if n_required <= other and (n_max is None or n_max >= other):
-        msg += f"; set destination_passing_style to {str(not dps).lower()} if that is how it works"
-    return msg

@@ -13,6 +13,7 @@ from .expr import ExprError, NeedsValues, ShapeOnly, describe_values
 from .expr import evaluate as expr_evaluate
 from .expr import names_in as expr_names
 from .expr import truth as expr_truth
+from .fields import INT64_MAX, Float, Int, NameStr
 from .io import FieldErrors
 
 # A workload larger than this many elements in one tensor is refused: it cannot be allocated on
@@ -27,7 +28,7 @@ class ShapeError(ValueError):
 class AxisConst(BaseModel):
     model_config = ConfigDict(extra="allow")
     type: Literal["const"] = "const"
-    value: int = Field(ge=0)
+    value: Int = Field(ge=0, le=INT64_MAX)
     description: Optional[str] = None
 
 
@@ -71,15 +72,15 @@ class Tolerance(BaseModel):
     """Per-definition override of the evaluator's dtype tolerances (our extension)."""
 
     model_config = ConfigDict(extra="allow")  # unknown keys are warnings, as everywhere
-    atol: Optional[float] = Field(default=None, ge=0)
-    rtol: Optional[float] = Field(default=None, ge=0)
+    atol: Optional[Float] = Field(default=None, ge=0, allow_inf_nan=False)
+    rtol: Optional[Float] = Field(default=None, ge=0, allow_inf_nan=False)
 
 
 class Definition(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    name: str = Field(min_length=1)
-    op_type: str = Field(min_length=1)
+    name: NameStr = Field(min_length=1)
+    op_type: NameStr = Field(min_length=1)
     axes: Dict[str, Axis]
     inputs: Dict[str, TensorSpec]
     outputs: Dict[str, TensorSpec]
@@ -112,6 +113,14 @@ class Definition(BaseModel):
         overlap = [n for n in self.outputs if n in self.inputs]
         if overlap:
             out.append(("outputs", f"names also used as inputs: {overlap}"))
+        if strict and not self.outputs:
+            out.append(("outputs", "no outputs: there is nothing to check a solution against"))
+        if strict:
+            for ax, a in self.axes.items():
+                if isinstance(a, AxisConst) and a.value == 0:
+                    used = [n for n, t in {**self.inputs, **self.outputs}.items() if ax in (t.shape or [])]
+                    out.append((f"axes.{ax}.value", "0: every tensor it shapes would be empty"
+                                + (f" ({', '.join(used)})" if used else "")))
         for group, specs in (("inputs", self.inputs), ("outputs", self.outputs)):
             for tname, spec in specs.items():
                 for i, ax in enumerate(spec.shape or []):
@@ -120,7 +129,9 @@ class Definition(BaseModel):
         try:
             tree = ast.parse(self.reference)
         except SyntaxError as e:
-            out.append(("reference", f"syntax error at line {e.lineno}: {e.msg}"))
+            out.append(("reference", f"syntax error{f' at line {e.lineno}' if e.lineno else ''}: {e.msg}"))
+        except (RecursionError, MemoryError) as e:  # the parser's limits on nesting
+            out.append(("reference", f"cannot be parsed: nested too deeply ({type(e).__name__})"))
         else:
             runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
             if not runs:
@@ -137,12 +148,14 @@ class Definition(BaseModel):
             try:
                 ast.parse(expr, mode="eval")
             except SyntaxError as e:  # the one constraint check FlashInfer-Bench 0.1.2 makes
-                out.append((f"constraints[{i}]", f"not an expression: {e.msg}: {expr!r}"))
+                out.append((f"constraints[{i}]", f"not an expression: {e.msg}: {expr[:200]!r}"))
+            except (RecursionError, MemoryError):
+                out.append((f"constraints[{i}]", f"not an expression: nested too deeply: {expr[:200]!r}"))
         if self.flops is not None:
             try:
                 names = expr_names(self.flops)
             except ExprError as e:
-                out.append(("flops", f"{e} in {self.flops!r}"))
+                out.append(("flops", f"{e} in {self.flops[:200]!r}"))
             else:
                 unknown = sorted(names - set(self.axes))
                 if unknown:
@@ -296,7 +309,16 @@ class Definition(BaseModel):
                     break
         if expr is None:
             return None
-        return float(safe_eval(expr, self.axis_values(var_values)))
+        v = safe_eval(expr, self.axis_values(var_values))
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ExprError(f"gives a {type(v).__name__}, not a number")
+        try:
+            f = float(v)
+        except OverflowError as e:
+            raise ExprError("gives a number too large for a float") from e
+        if not math.isfinite(f) or f < 0:
+            raise ExprError(f"gives {f}, not a finite non-negative number")
+        return f
 
     def constraint_findings(self) -> List[Tuple[str, str]]:
         """Constraints we cannot interpret or that read unknown names, as (field, message) warnings.
@@ -309,7 +331,7 @@ class Definition(BaseModel):
             try:
                 names = expr_names(expr)
             except ExprError as e:
-                out.append((f"constraints[{i}]", f"cannot be checked: {e} in {expr!r}"))
+                out.append((f"constraints[{i}]", f"cannot be checked: {e} in {expr[:200]!r}"))
                 continue
             unknown = sorted(names - known)
             if unknown:

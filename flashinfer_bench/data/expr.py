@@ -37,6 +37,8 @@ __all__ = [
 DEFAULT_TIME_LIMIT_S = 1.0
 MAX_INT_BITS = 256          # results beyond +-2^256 are refused
 MAX_POW_EXPONENT = 256
+MAX_EXPR_CHARS = 4096       # a longer constraint or flops is refused before it is parsed
+MAX_SEQUENCE = 1 << 16      # `[0] * n` and friends may not build longer lists
 
 
 class ExprError(ValueError):
@@ -91,14 +93,27 @@ def _ceil(x: Any) -> int:
     return math.ceil(x)
 
 
+def _extreme(builtin: Callable[..., Any], method: str) -> Callable[..., Any]:
+    """min/max: over one array or tensor, its own (vectorised) method, not a Python loop over
+    its elements (a 10^8-element input would take minutes, unchecked by the deadline)."""
+
+    def f(*args: Any) -> Any:
+        if len(args) == 1 and not isinstance(args[0], (list, tuple)) and hasattr(args[0], "shape"):
+            return _plain(getattr(args[0], method)())
+        return builtin(*args)
+
+    f.__name__ = builtin.__name__
+    return f
+
+
 def _floor(x: Any) -> int:
     return math.floor(x)
 
 
 FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "len": len,
-    "min": min,
-    "max": max,
+    "min": _extreme(min, "min"),
+    "max": _extreme(max, "max"),
     "abs": abs,
     "ceil": _ceil,
     "floor": _floor,
@@ -172,10 +187,14 @@ def _shape_problem(tree: ast.AST) -> Optional[str]:
 @functools.lru_cache(maxsize=4096)
 def parse(expr: str) -> ast.Expression:
     """Parse and check an expression once; raises ExprError (with the reason) when not allowed."""
+    if len(expr) > MAX_EXPR_CHARS:
+        raise ExprError(f"longer than {MAX_EXPR_CHARS} characters ({len(expr)})")
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
         raise ExprError(f"not an expression: {e.msg}") from e
+    except (RecursionError, MemoryError) as e:  # the parser's own limits on nesting
+        raise ExprError("not an expression: nested too deeply") from e
     why = _shape_problem(tree)
     if why:
         raise ExprError(why)
@@ -233,6 +252,16 @@ class _Interpreter:
         if isinstance(n.op, ast.Mult) and isinstance(a, int) and isinstance(b, int):
             if a.bit_length() + b.bit_length() > MAX_INT_BITS + 1:
                 raise ExprError(f"a product has more than {MAX_INT_BITS} bits")
+        seq_a, seq_b = isinstance(a, (list, tuple)), isinstance(b, (list, tuple))
+        if seq_a or seq_b:  # `[0] * 2**40` would allocate before any deadline is checked
+            size = 0
+            if isinstance(n.op, ast.Mult):
+                k = b if seq_a else a
+                size = len(a if seq_a else b) * (k if isinstance(k, int) and k > 0 else 0)
+            elif isinstance(n.op, ast.Add) and seq_a and seq_b:
+                size = len(a) + len(b)
+            if size > MAX_SEQUENCE:
+                raise ExprError(f"a sequence of {size} elements (more than {MAX_SEQUENCE})")
         try:
             return _check_number(_BINOPS[type(n.op)](a, b))
         except ZeroDivisionError as e:
@@ -362,8 +391,15 @@ def evaluate(expr: str, names: Mapping[str, Any], time_limit_s: float = DEFAULT_
     interp = _Interpreter(env, time.monotonic() + time_limit_s)
     try:
         return _plain(interp.run(tree))
+    except (ExprError, NeedsValues):
+        raise
     except RecursionError as e:
         raise ExprError("nested too deeply") from e
+    except MemoryError as e:
+        raise ExprError("needs too much memory") from e
+    except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError, RuntimeError) as e:
+        # e.g. `batch_size + [1]`, `-[1]`, `[1] < 2`: the expression is wrong, not the caller
+        raise ExprError(f"{type(e).__name__}: {e}") from e
 
 
 def truth(expr: str, names: Mapping[str, Any], time_limit_s: float = DEFAULT_TIME_LIMIT_S) -> bool:

@@ -132,37 +132,70 @@ def validation_problems(
     return out
 
 
-def read_json(path: Path) -> Tuple[Optional[Any], List[Problem]]:
+def _decode(raw: bytes) -> Tuple[Optional[str], Optional[str]]:
+    """(text, None) or (None, why the bytes are not UTF-8 text)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return None, [Problem(str(path), f"cannot read: {e}")]
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        return None, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1})"
+
+
+def _loads(text: str) -> Tuple[Optional[Any], Optional[Tuple[str, Optional[int]]]]:
+    """(parsed JSON, None) or (None, (why, line within the text)). Never raises for bad text."""
     try:
-        return json.loads(text), []
+        obj = json.loads(text)
     except json.JSONDecodeError as e:
-        return None, [Problem(str(path), f"invalid JSON: {e.msg} (column {e.colno})", e.lineno)]
+        return None, (f"invalid JSON: {e.msg} (column {e.colno})", e.lineno)
     except RecursionError:
-        return None, [Problem(str(path), "invalid JSON: nested too deeply")]
+        return None, ("invalid JSON: nested too deeply", None)
+    except ValueError as e:  # an integer literal beyond Python's 4300-digit conversion limit
+        return None, (f"invalid JSON: a number too long to read ({str(e).split(':')[0]})", None)
+    if obj is None:  # a file or line that is just `null` is not an entry: say so, not skip it
+        return None, ("expected a JSON object, got null", None)
+    return obj, None
+
+
+def read_json(path: Path) -> Tuple[Optional[Any], List[Problem]]:
+    """(parsed JSON, []) or (None, the problems); never raises for bad content."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        return None, [Problem(str(path), f"cannot read: {e}")]
+    text, why = _decode(raw)
+    if text is None:
+        return None, [Problem(str(path), f"cannot read: {why}")]
+    obj, err = _loads(text)
+    if err is not None:
+        return None, [Problem(str(path), err[0], err[1])]
+    return obj, []
 
 
 def iter_jsonl(path: Path) -> Iterator[Tuple[int, Optional[Any], List[Problem]]]:
-    """(line number, parsed object or None, problems) per non-blank line."""
+    """(line number, parsed object or None, problems) per non-blank line.
+
+    A line that is not UTF-8 text or not JSON is a problem of that line only: the lines around it
+    still load."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        data = path.read_bytes()
+    except OSError as e:
         yield 0, None, [Problem(str(path), f"cannot read: {e}")]
         return
     # split on \n only, as JSONL and upstream's reader do: str.splitlines() would also split a
     # JSON string that holds U+2028 or a form feed
-    for i, raw in enumerate(text.split("\n"), start=1):
+    for i, rawb in enumerate(data.split(b"\n"), start=1):
+        if not rawb.strip():
+            continue
+        raw, why = _decode(rawb)
+        if raw is None:
+            yield i, None, [Problem(str(path), f"cannot read this line: {why}", i)]
+            continue
         if not raw.strip():
             continue
-        try:
-            yield i, json.loads(raw), []
-        except json.JSONDecodeError as e:
-            yield i, None, [Problem(str(path), f"invalid JSON: {e.msg} (column {e.colno})", i)]
-        except RecursionError:
-            yield i, None, [Problem(str(path), "invalid JSON: nested too deeply", i)]
+        obj, err = _loads(raw)
+        if err is not None:
+            yield i, None, [Problem(str(path), err[0], i)]
+        else:
+            yield i, obj, []
 
 
 def unknown_fields(model: BaseModel, path: str, line: Optional[int], prefix: str = "") -> List[Problem]:

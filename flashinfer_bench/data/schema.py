@@ -253,6 +253,12 @@ _ENVIRONMENT = {
         "end_time": _OPT_STR,
         "worker_pid": _OPT_INT,
         "sandbox": {**_OPT_STR, "description": "Our extension: the confinement the runner applied, or none."},
+        "memory_bytes": _OPT_INT,
+        "compute_capability": _OPT_STR,
+        "clocks_at_worker_start": {**_OPT_OBJ, "description": "Our extension: clocks from nvidia-smi when NVML is missing."},
+        "peaks_error": {**_OPT_STR, "description": "Our extension: why the device's peaks could not be measured."},
+        "cpu_count": {**_OPT_INT, "description": "Our extension (CPU runs): logical CPUs of the machine."},
+        "torch_threads": {**_OPT_INT, "description": "Our extension (CPU runs): torch's intra-op threads."},
     },
 }
 

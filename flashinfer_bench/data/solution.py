@@ -9,6 +9,8 @@ from typing import List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .fields import Bool, NameStr, path_text_problem
+
 
 class SupportedLanguages(str, Enum):
     PYTHON = "python"
@@ -27,7 +29,7 @@ class BuildSpec(BaseModel):
     target_hardware: List[str] = Field(default_factory=lambda: ["cuda"])
     entry_point: str
     dependencies: List[str] = Field(default_factory=list)
-    destination_passing_style: bool = True
+    destination_passing_style: Bool = True
     binding: Optional[Literal["tvm-ffi", "torch"]] = None
 
     @field_validator("entry_point")
@@ -62,18 +64,22 @@ class SourceFile(BaseModel):
 
     def path_problem(self) -> Optional[str]:
         p = PurePosixPath(self.path)
+        shown = repr(self.path) if len(self.path) <= 80 else repr(self.path[:80]) + "..."
+        why = path_text_problem(self.path)
+        if why:
+            return f"source path {shown} {why}"
         if p.is_absolute() or self.path.startswith(("/", "\\")) or ":" in p.parts[0]:
-            return f"source path {self.path!r} must be relative"
+            return f"source path {shown} must be relative"
         if ".." in p.parts:
-            return f"source path {self.path!r} escapes the solution directory"
+            return f"source path {shown} escapes the solution directory"
         return None
 
 
 class Solution(BaseModel):
     model_config = ConfigDict(extra="allow")
-    name: str = Field(min_length=1)
-    definition: str = Field(min_length=1)
-    author: str = Field(min_length=1)
+    name: NameStr = Field(min_length=1)
+    definition: NameStr = Field(min_length=1)
+    author: NameStr = Field(min_length=1)
     spec: BuildSpec
     sources: List[SourceFile] = Field(min_length=1)
     description: Optional[str] = None
@@ -89,6 +95,8 @@ class Solution(BaseModel):
             if norm in seen:
                 out.append(f"sources[{i}].path: duplicate path {src.path!r}")
             seen.add(norm)
+        if not self.spec.entry_symbol.isidentifier():
+            out.append(f"spec.entry_point: {self.spec.entry_symbol!r} is not a function name")
         if self.spec.entry_file not in {str(PurePosixPath(s.path)) for s in self.sources}:
             out.append(
                 f"spec.entry_point: file {self.spec.entry_file!r} is not among the sources "

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Dict, FrozenSet, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .fields import NameStr
 from .workload import Workload
 
 
@@ -64,6 +65,8 @@ class Environment(BaseModel):
     known_extra_fields: ClassVar[FrozenSet[str]] = frozenset({
         "device", "device_index", "gpu_uuid", "sm_count", "l2_bytes", "clocks_start",
         "clocks_end", "hostname", "seed", "start_time", "end_time", "worker_pid", "sandbox",
+        "cpu_count", "torch_threads", "memory_bytes", "compute_capability", "clocks_at_worker_start",
+        "peaks_error",
     })
 
 
@@ -163,9 +166,9 @@ class Trace(BaseModel):
     """A workload line (solution and evaluation null) or a result line."""
 
     model_config = ConfigDict(extra="allow")
-    definition: str = Field(min_length=1)
+    definition: NameStr = Field(min_length=1)
     workload: Workload
-    solution: Optional[str] = None
+    solution: Optional[NameStr] = None
     evaluation: Optional[Evaluation] = None
 
     @property

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .definition import MAX_TENSOR_ELEMENTS, Definition
 from .dtypes import DType
+from .fields import path_text_problem
 from .io import Problem, read_json
 from .solution import Solution, SupportedLanguages
 from .trace import EvaluationStatus, Trace
@@ -32,6 +33,7 @@ __all__ = [
     "Finding",
     "HeaderCache",
     "SafetensorsHeaderError",
+    "blob_file",
     "check_dataset",
     "definition_problems",
     "read_safetensors_header",
@@ -196,33 +198,107 @@ def solution_problems(s: Solution, definitions: Dict[str, Definition]) -> List[F
         if not src.content:
             out.append(_err(f"sources[{i}].content", "empty file (FlashInfer-Bench 0.1.2 refuses it)"))
     if s.spec.language in (SupportedLanguages.PYTHON, SupportedLanguages.TRITON):
-        out += _python_entry_problems(s)
+        out += _python_entry_problems(s, definitions.get(s.definition))
     return out
 
 
-def _python_entry_problems(s: Solution) -> List[Finding]:
-    """Python/Triton sources: warn when the entry file does not parse or lacks the entry symbol
-    (the build would fail; the dataset itself still loads)."""
-    entry = s.get_source(s.spec.entry_file)
-    if entry is None:
+# decorators that keep the decorated function's positional parameters (the build's check follows
+# __wrapped__ the same way); under any other decorator the signature is not checked here
+_SIGNATURE_KEEPING = frozenset({"no_grad", "inference_mode", "enable_grad", "compile", "wraps", "cache", "lru_cache", "disable"})
+
+
+def _decorator_name(node: ast.expr) -> str:
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+
+
+def _module_bindings(body: List[ast.stmt], top: bool = True) -> Tuple[Dict[str, List[Tuple[ast.stmt, bool]]], bool]:
+    """Names a module binds at import (outside functions and classes), each with its binding
+    statements and whether the statement sits directly in the module body; and whether a star
+    import makes the names unknowable."""
+    out: Dict[str, List[Tuple[ast.stmt, bool]]] = {}
+    star = False
+
+    def targets(t: ast.expr) -> List[str]:
+        if isinstance(t, ast.Name):
+            return [t.id]
+        if isinstance(t, (ast.Tuple, ast.List)):
+            return [n for e in t.elts for n in targets(e)]
+        if isinstance(t, ast.Starred):
+            return targets(t.value)
         return []
-    i = s.sources.index(entry)
-    try:
-        tree = ast.parse(entry.content)
-    except SyntaxError as e:
-        return [_warn(f"sources[{i}].content", f"{entry.path}:{e.lineno}: syntax error: {e.msg}")]
-    names = set()
-    for node in tree.body:
+
+    for node in body:
+        names: List[str] = []
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [n for t in node.targets for n in targets(t)]
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            names = targets(node.target)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    if s.spec.entry_symbol not in names:
-        return [_warn("spec.entry_point", f"{entry.path} defines no top-level {s.spec.entry_symbol!r}")]
-    return []
+            for a in node.names:
+                if a.name == "*":
+                    star = True
+                else:
+                    names.append((a.asname or a.name).split(".")[0])
+        else:  # if/try/with/for/while at module level: their bodies run at import too
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for sub in getattr(node, field, None) or []:
+                    inner, s2 = _module_bindings(sub.body if isinstance(sub, ast.ExceptHandler) else [sub], False)
+                    star = star or s2
+                    for k, v in inner.items():
+                        out.setdefault(k, []).extend((st, False) for st, _ in v)
+            if isinstance(node, (ast.For, ast.AsyncFor)):
+                names = targets(node.target)
+        for n in names:
+            out.setdefault(n, []).append((node, top))
+    return out, star
+
+
+def _python_entry_problems(s: Solution, d: Optional[Definition] = None) -> List[Finding]:
+    """Python/Triton sources, before anything is built: every .py source parses; the entry file is
+    a .py file that defines the entry symbol at import; an entry that is a plain `def` takes the
+    arguments the definition passes (inputs, then outputs when destination-passing)."""
+    from .signature import ast_arity_problem
+
+    out: List[Finding] = []
+    trees: Dict[int, ast.Module] = {}
+    for i, src in enumerate(s.sources):
+        if PurePosixPath(src.path).suffix != ".py":
+            continue
+        try:
+            trees[i] = ast.parse(src.content)
+        except SyntaxError as e:
+            where = src.path + (f":{e.lineno}" if e.lineno else "")
+            out.append(_err(f"sources[{i}].content", f"{where}: syntax error: {e.msg}"))
+        except (ValueError, RecursionError, MemoryError) as e:
+            out.append(_err(f"sources[{i}].content", f"{src.path}: cannot be parsed ({type(e).__name__})"))
+    entry = s.get_source(s.spec.entry_file)
+    if entry is None or not s.spec.entry_symbol.isidentifier():
+        return out  # reported by Solution.problems
+    i = s.sources.index(entry)
+    if PurePosixPath(entry.path).suffix != ".py":
+        return out + [_err("spec.entry_point", f"{entry.path} is not a .py file (a {s.spec.language} entry is imported as a Python module)")]
+    tree = trees.get(i)
+    if tree is None:
+        return out
+    bindings, star = _module_bindings(tree.body)
+    symbol = s.spec.entry_symbol
+    if symbol not in bindings:
+        if not star:
+            out.append(_err("spec.entry_point", f"{entry.path} defines no top-level {symbol!r}"))
+        return out
+    found = bindings[symbol]
+    last, top = found[-1]
+    if d is None or not top or not all(isinstance(st, ast.FunctionDef) for st, _ in found):
+        return out  # a class, an alias, an import, or chosen at import time: checked by the build
+    if any(_decorator_name(x) not in _SIGNATURE_KEEPING for x in last.decorator_list):
+        return out
+    why = ast_arity_problem(last, list(d.inputs), list(d.outputs), s.spec.destination_passing_style)
+    if why:
+        out.append(_err("spec.entry_point", f"{entry.path}:{last.lineno}: {why}"))
+    return out
 
 
 # --------------------------------------------------------------------------- workloads
@@ -233,9 +309,31 @@ def _scalar_type_problem(spec_dtype: DType, value: Any) -> Optional[str]:
         ok = isinstance(value, int) and not isinstance(value, bool)
     else:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        return None
-    return f"value {value!r} ({type(value).__name__}) does not fit the declared dtype {spec_dtype}"
+    if not ok:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:60] + "..."
+        return f"value {shown} ({type(value).__name__}) does not fit the declared dtype {spec_dtype}"
+    if spec_dtype.is_int:
+        lo, hi = -(1 << (spec_dtype.bits - 1)), (1 << (spec_dtype.bits - 1)) - 1
+        if not lo <= value <= hi:
+            return f"value {value if value.bit_length() < 200 else 'with ' + str(value.bit_length()) + ' bits'} is outside the range of {spec_dtype} [{lo}, {hi}]"
+    elif isinstance(value, float) and not math.isfinite(value):
+        return f"value {value} is not a finite number"
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 1000:
+        return f"value with {value.bit_length()} bits does not fit {spec_dtype}"
+    return None
+
+
+def _flops_problem(d: Definition, var: Dict[str, int]) -> Optional[str]:
+    """Why the definition's flops cannot be counted for these axes (None when it can)."""
+    from .expr import ExprError
+
+    try:
+        d.flop_count(var)
+    except (ExprError, ValueError, TypeError, ArithmeticError) as e:
+        expr = d.flops if d.flops is not None else next(t for t in d.tags if t.startswith("flops:"))
+        shown = repr(expr) if len(expr) <= 80 else repr(expr[:80]) + "..."
+        return f"the definition's flops {shown} cannot be counted for these axes: {e}"
+    return None
 
 
 def workload_problems(
@@ -296,6 +394,9 @@ def workload_problems(
                 shapes = got
         if axes_ok:
             out += _constraint_problems(d, w, dataset_root, specs, missing_blobs)
+            why = _flops_problem(d, values)
+            if why:
+                out.append(_err("workload.axes", why))
     for name, spec in w.inputs.items():
         field = f"workload.inputs.{name}"
         if name not in d.inputs:
@@ -336,6 +437,19 @@ def workload_problems(
     return out
 
 
+def blob_file(root: Optional[Path], path: str) -> Optional[Path]:
+    """The file a safetensors input names (relative to `root` unless absolute), or None when it is
+    not a readable file or the path cannot name one (NUL, too long): never raises."""
+    if path_text_problem(path):
+        return None
+    p = Path(path)
+    f = p if p.is_absolute() or root is None else Path(root) / p
+    try:
+        return f if f.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
 def _blob_values(d: Definition, w: Workload, root: Optional[Path], names: set, missing_blobs: str) -> Dict[str, Any]:
     """Blob inputs that constraints read, as numpy arrays (None for a blob that cannot be read:
     its own problem is reported by the safetensors check)."""
@@ -344,10 +458,10 @@ def _blob_values(d: Definition, w: Workload, root: Optional[Path], names: set, m
         src = w.inputs.get(name)
         if not isinstance(src, SafetensorsInput):
             continue
-        p = Path(src.path)
-        path = p if p.is_absolute() or root is None else Path(root) / p
-        if not path.is_file():
-            out[name] = "generate" if missing_blobs == "generate" else None
+        path = blob_file(root, src.path)
+        if path is None:
+            bad = path_text_problem(src.path) is not None
+            out[name] = "generate" if missing_blobs == "generate" and not bad else None
             continue
         from safetensors import SafetensorError, safe_open
 
@@ -410,6 +524,10 @@ def _safetensors_problems(
     headers: HeaderCache,
 ) -> List[Finding]:
     out: List[Finding] = []
+    why = path_text_problem(spec.path)
+    if why:
+        shown = repr(spec.path) if len(spec.path) <= 80 else repr(spec.path[:80]) + "..."
+        return [_err(f"{field}.path", f"path {shown} {why}")]
     rel = PurePosixPath(spec.path)
     if rel.is_absolute():
         out.append(_warn(f"{field}.path", "absolute path; paths relative to the dataset root keep it relocatable"))
@@ -417,8 +535,8 @@ def _safetensors_problems(
         out.append(_warn(f"{field}.path", "path leaves the dataset root"))
     if root is None:
         return out
-    f = root / spec.path
-    if not f.is_file():
+    f = blob_file(root, spec.path)
+    if f is None:
         return out + [_err(f"{field}.path", f"file {spec.path!r} not found under the dataset root {str(root)!r}")]
     try:
         header = headers.get(f)

@@ -6,6 +6,8 @@ from typing import Annotated, Any, Dict, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_serializer
 
+from .fields import INT64_MAX, Int, NameStr
+
 
 class RandomInput(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -69,6 +71,7 @@ InputSpec = Annotated[
 
 class Workload(BaseModel):
     model_config = ConfigDict(extra="allow")
-    axes: Dict[str, Annotated[int, Field(ge=0)]]  # upstream: NonNegativeInt
+    axes: Dict[str, Annotated[Int, Field(ge=0, le=INT64_MAX)]]  # upstream: NonNegativeInt
     inputs: Dict[str, InputSpec] = Field(default_factory=dict)
-    uuid: str = Field(default_factory=lambda: str(uuidlib.uuid4()), min_length=1)
+    # the run names files after it (one trace file per solution and workload)
+    uuid: NameStr = Field(default_factory=lambda: str(uuidlib.uuid4()), min_length=1)

@@ -173,19 +173,20 @@ def _describe(trace: Trace, wall: float) -> str:
 def merge_traces(target: Path, new: List[Trace]) -> int:
     """Replace traces of the same (definition, solution, workload, hardware); keep every other line.
 
-    Lines we cannot parse are kept verbatim: a run never deletes data it did not make.
-    Returns the number of lines replaced.
+    Lines we cannot parse are kept verbatim, bytes that are not UTF-8 included (`validate` reports
+    them): a run never deletes data it did not make. Returns the number of lines replaced.
     """
     keys = {trace_key(t) for t in new}
     kept: List[str] = []
     replaced = 0
     with file_lock(str(target) + ".lock"):  # removed on release: no lock file stays in traces/
         if target.exists():
-            for line in target.read_text(encoding="utf-8").splitlines():
+            # JSONL lines end at \n only (splitlines() would also cut at U+2028 inside a string)
+            for line in target.read_bytes().decode("utf-8", "surrogateescape").split("\n"):
                 if not line.strip():
                     continue
                 try:
-                    old = Trace.model_validate_json(line)
+                    old = Trace.model_validate_json(line.encode("utf-8", "surrogateescape"))
                 except ValidationError:
                     kept.append(line)
                     continue
@@ -197,7 +198,7 @@ def merge_traces(target: Path, new: List[Trace]) -> int:
         pause = float(os.environ.get("FIB_TEST_AGGREGATE_PAUSE_S", "0") or 0)
         if pause:  # test hook: widens the window in which a kill must leave the old file intact
             time.sleep(pause)
-        atomic_write_text(target, "".join(x + "\n" for x in lines))
+        atomic_write_text(target, "".join(x + "\n" for x in lines), errors="surrogateescape")
     return replaced
 
 

@@ -22,6 +22,7 @@ from flashinfer_bench.pipeline.gpu_slots import detect_device  # noqa: F401  (al
 from flashinfer_bench.data.validate import (
     Finding,
     HeaderCache,
+    blob_file,
     definition_problems,
     solution_problems,
     workload_problems,
@@ -256,8 +257,7 @@ def blobs_to_generators(wl: Any, root: Path) -> Any:
     changed = False
     for name, src in wl.inputs.items():
         if isinstance(src, SafetensorsInput):
-            p = Path(src.path)
-            if not (p if p.is_absolute() else root / p).is_file():
+            if blob_file(root, src.path) is None:
                 inputs[name] = RandomInput(generated_for_missing_blob=src.path)
                 changed = True
     return wl.model_copy(update={"inputs": inputs}) if changed else wl

@@ -106,10 +106,14 @@ def test_example04_register_save_load(seeds_dir: Path, tmp_path: Path, monkeypat
     for s in orig.all_solutions():
         assert loaded.get_solution(s.name) == s
     assert loaded.problems == []
-    # the bundle is also what `validate` accepts as a single file
+    # the bundle is also what `validate` reads as a single file. Its one error is the document's
+    # own: the Triton entry returns its outputs, while BuildSpec's default (0.1.2's too) is
+    # destination_passing_style=True, so the build would refuse it (issue 17: an error of the file)
     from flashinfer_bench.data.validate import validate_dataset
 
-    assert [p for p in validate_dataset(saved) if p.level == "error"] == []
+    errs = [p for p in validate_dataset(saved) if p.level == "error"]
+    assert [(p.field, p.message.split(":")[0]) for p in errs] == [("solutions[0].spec.entry_point", "kernel.py")], errs
+    assert "set destination_passing_style to false" in errs[0].message
 
 
 def test_readme_from_path(seeds_dir: Path, anchor_dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,6 +105,7 @@ def test_int_and_bool_scalars(ds: Path) -> None:
     d["inputs"]["flag"] = {"shape": None, "dtype": "bool"}
     d["reference"] = "def run(x, weight, eps, n, flag):\n    return x\n"
     write_json(ds / DEFINITION, d)
+    edit_json(ds / SOLUTION, lambda s: s["sources"][0].update(content=d["reference"]))
     ok = dict(n={"type": "scalar", "value": 3}, flag={"type": "scalar", "value": False})
     set_workloads(
         ds,
@@ -241,10 +242,11 @@ def test_solution_checks(ds: Path, change, expected: str) -> None:
     assert errors(ds) == [f"ds/{SOLUTION}: {expected}"]
 
 
-def test_solution_entry_symbol_missing_is_a_warning(ds: Path) -> None:
+def test_solution_entry_symbol_missing_is_an_error(ds: Path) -> None:
+    """The build would fail: an error of the solution's file (issue 17), not a warning."""
     edit_json(ds / SOLUTION, lambda s: s["spec"].update(entry_point="main.py::forward"))
-    assert errors(ds) == []
-    assert warnings(ds) == [f"ds/{SOLUTION}: spec.entry_point: main.py defines no top-level 'forward'"]
+    assert errors(ds) == [f"ds/{SOLUTION}: spec.entry_point: main.py defines no top-level 'forward'"]
+    assert warnings(ds) == []
 
 
 def test_duplicate_solution_name(ds: Path) -> None:
