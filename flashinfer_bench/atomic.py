@@ -58,6 +58,7 @@ def file_lock(path: Union[str, Path]) -> Iterator[None]:
     import fcntl
 
     path = str(path)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # a definition's first traces: no traces/<op>/ yet
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
