@@ -32,10 +32,10 @@ class EvalConfig(BaseModel):
         0.25, gt=0, description="sampling budget of the solution (the reference, when not cached, gets half)"
     )
     warmup_min_s: float = Field(0.01, ge=0)
-    warmup_max_s: float = Field(0.05, ge=0)
+    warmup_max_s: float = Field(0.02, ge=0)
     max_samples: int = Field(3000, ge=1)
     target_rel_ci: float = Field(
-        0.005, gt=0, description="stop sampling when the median's 95% CI half-width / median is below"
+        0.01, gt=0, description="stop sampling when the median's 95% CI half-width / median is below"
     )
     # --- inputs
     seed: Optional[int] = Field(None, description="base seed; None = drawn once per worker, recorded")

@@ -870,6 +870,8 @@ class EvalRun:
             e["latency_ms_event"] = stats.center_ms + self.state.event_overhead_ms
         if self.state.cuda:
             e["l2_flush_bytes"] = self.state.sampler.flush_bytes
+            if self.state.sampler.flush_note:
+                e["l2_flush_note"] = self.state.sampler.flush_note
             if not self.state.sampler.l2.available:
                 e["l2_persist_reset"] = self.state.sampler.l2.note or "unavailable"
         if ref_stats:

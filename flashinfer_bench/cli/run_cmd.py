@@ -32,8 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--solutions", nargs="+", metavar="NAME")
     p.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     p.add_argument("--gpus", type=int, help="GPUs to measure on, one benchmark at a time each (default: all visible GPUs)")
-    p.add_argument("--gpu-lookahead", type=int, default=1, metavar="N",
-                   help="benchmark jobs per GPU that wait, client started, while it measures another (default 1; "
+    p.add_argument("--gpu-lookahead", type=int, default=2, metavar="N",
+                   help="benchmark jobs per GPU that wait, client started, while it measures another (default 2; "
                         "0 = Snakemake starts a job only when a GPU is free)")
     p.add_argument("--profile", help="a Snakemake profile directory, e.g. profiles/slurm")
     p.add_argument("--results", help="where per-job outputs and the report go (default ./results)")
