@@ -51,12 +51,12 @@ onstart:
     # compile jobs; a no-op on the CPU and when jobs run elsewhere (SLURM).
     if should_prestart(config, DEVICE, workflow.local_exec, workflow.dryrun) and not os.environ.get("FIB_PRESTARTED"):
         prestart_workers(DEVICE, CACHE_DIR, log_dir=f"{RESULTS}/logs")
-    # Local builds fork from a zygote that imports torch once, now, while Snakemake schedules
-    # (compile/zygote.py); FIB_BUILD_ZYGOTE=0 in the environment turns it off.
+    # Local builds and jobs fork from a job server that imports torch once, now, while Snakemake
+    # schedules (pipeline/job_server.py); FIB_BUILD_ZYGOTE=0 in the environment turns it off.
     if workflow.local_exec and not workflow.dryrun:
-        from flashinfer_bench.compile import zygote
+        from flashinfer_bench.pipeline import job_server
 
-        zygote.turn_on()
+        job_server.turn_on()
 
 
 rule all:

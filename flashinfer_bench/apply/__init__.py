@@ -6,6 +6,8 @@
 
 `stats()` counts calls per definition and target; `dispatch_table()` shows the decided winners.
 """
+from flashinfer_bench.device import hardware_name
+
 from .api import (
     active_runtime,
     apply,
@@ -16,7 +18,6 @@ from .api import (
     stats,
 )
 from .config import ApplyConfig
-from .hardware import hardware_name
 from .runtime import FALLBACK, ApplyRuntime, ApplyWarning
 
 __all__ = [

@@ -6,20 +6,18 @@ is active, costs two attribute reads on top of the fallback.
 from __future__ import annotations
 
 import functools
-import importlib
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 from flashinfer_bench import env
 from flashinfer_bench.data import TraceSet
+from flashinfer_bench.tracing import _state as _tracing
+from flashinfer_bench.tracing import enable_tracing
 
 from . import _state
 from .config import ApplyConfig
 from .runtime import ApplyRuntime, ApplyWarning
-
-_STACK: List[ApplyRuntime] = []
-_LAST: List[Optional[ApplyRuntime]] = [None]
 
 
 def _load(source: Union[TraceSet, str, Path, None]) -> TraceSet:
@@ -49,22 +47,14 @@ def enable_apply(
     source = trace_set_or_dataset_path if trace_set_or_dataset_path is not None else dataset_path
     ts = _load(source)
     rt = ApplyRuntime(ts, config or apply_config, source=str(source) if source is not None else "")
-    _STACK.append(rt)
-    _state.APPLY = rt
-    _LAST[0] = rt
+    _state.push(rt)
     return rt
-
-
-def _pop_runtime(rt: ApplyRuntime) -> None:
-    if rt in _STACK:
-        _STACK.remove(rt)
-    _state.APPLY = _STACK[-1] if _STACK else None
 
 
 def disable_apply() -> None:
     """Stop routing (restores the previously enabled runtime, if any); calls use fallbacks."""
-    if _STACK:
-        _pop_runtime(_STACK[-1])
+    if _state.STACK:
+        _state.pop(_state.STACK[-1])
 
 
 def _activate_from_env() -> None:
@@ -75,14 +65,14 @@ def _activate_from_env() -> None:
             enable_apply(env.dataset_path())
         except (OSError, ValueError) as e:
             warnings.warn(f"FIB_ENABLE_APPLY is set but apply could not start: {e}", ApplyWarning, 3)
-    if _state.TRACER is None and env.tracing_enabled():
-        importlib.import_module("flashinfer_bench.tracing").enable_tracing()
+    if _tracing.TRACER is None and env.tracing_enabled():
+        enable_tracing()
 
 
 def _call(name: str, fallback: Callable[..., Any], args: tuple, kwargs: Dict[str, Any]) -> Any:
     if _state.ENV_PENDING:
         _activate_from_env()
-    tr = _state.TRACER
+    tr = _tracing.TRACER
     if tr is not None:
         tr.collect(name, args, kwargs, fallback)
     rt = _state.APPLY
@@ -151,7 +141,7 @@ def _adapting(fallback: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _decorate(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
-    state = _state
+    state, tracing = _state, _tracing
     user_fallback = fallback
     fallback = _adapting(fallback)
 
@@ -159,7 +149,7 @@ def _decorate(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if state.ENV_PENDING:
             _activate_from_env()
-        tr = state.TRACER
+        tr = tracing.TRACER
         if tr is not None:
             tr.collect(name, args, kwargs, fallback)
         rt = state.APPLY
@@ -182,17 +172,17 @@ def active_runtime() -> Optional[ApplyRuntime]:
 def stats(by_axes: bool = False) -> Dict[str, Dict[Any, Any]]:
     """Calls per definition and target ("fallback" or a solution name) of the active (or last)
     runtime; by_axes=True splits them by var-axis tuple (None: calls that did not bind)."""
-    rt = _state.APPLY or _LAST[0]
+    rt = _state.APPLY or _state.LAST
     return rt.stats(by_axes) if rt is not None else {}
 
 
 def reset_stats() -> None:
-    rt = _state.APPLY or _LAST[0]
+    rt = _state.APPLY or _state.LAST
     if rt is not None:
         rt.reset_stats()
 
 
 def dispatch_table() -> Dict[str, Dict[tuple, str]]:
     """{definition: {var-axis tuple: solution}} decided at enable (measured keys only)."""
-    rt = _state.APPLY or _LAST[0]
+    rt = _state.APPLY or _state.LAST
     return rt.dispatch_table() if rt is not None else {}

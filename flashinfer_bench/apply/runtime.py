@@ -17,9 +17,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from flashinfer_bench.data import Definition, DType, ShapeError, TraceSet
 
+from flashinfer_bench.device import hardware_name
+from flashinfer_bench.tracing.signature import merge_args
 from .config import ApplyConfig
-from .hardware import hardware_name
-from .signature import merge_args
+from . import _state
 from .table import DefinitionTable, Key, build_table
 
 FALLBACK = "fallback"
@@ -468,6 +469,4 @@ class ApplyRuntime:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from .api import _pop_runtime
-
-        _pop_runtime(self)
+        _state.pop(self)

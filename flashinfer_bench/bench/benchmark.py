@@ -2,19 +2,18 @@
 
 Each solution is built once (through `flashinfer_bench.compile`), then every (solution,
 workload) is evaluated by the device's worker (`evaluate_via_worker`). New traces are added to the
-TraceSet and returned as a list; with `dump_traces=True` and a TraceSet loaded from a dataset
-directory, they are also appended to `traces/<op_type>/<definition>.jsonl` (atomically, under a
-file lock; other lines are kept as they are).
+TraceSet and returned as a list; with `dump_traces=True` and a TraceSet that has a dataset
+directory, `TraceSet.add_traces` also writes them into `traces/<op_type>/<definition>.jsonl` by the
+workflow's merge rule (atomically, under a lock: a rerun's result replaces the earlier one of the
+same solution, workload and hardware; every other line is kept as it is).
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
-from ..atomic import file_lock
 from ..data import Definition, Solution, Trace, TraceSet, Workload
-from ..data.io import atomic_write_text
 from .client import evaluate_via_worker, resolve_device
 from .config import BenchmarkConfig, EvalConfig
 from .loader import build_solution
@@ -73,22 +72,6 @@ class Benchmark:
             log.warning("%s / %s / %s: %s", definition.name, solution.name, workload.uuid, ev.status.value)
         return t
 
-    def _can_dump(self) -> bool:
-        root = self.trace_set.root
-        return root is not None and (Path(root) / "definitions").is_dir()
-
-    def _dump(self, definition: str, traces: Sequence[Trace]) -> None:
-        if not traces or not self._can_dump():
-            return
-        path = Path(self.trace_set.root) / self.trace_set.jsonl_path("traces", definition)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with file_lock(str(path) + ".lock"):  # removed on release: no lock file stays in traces/
-            old = path.read_text(encoding="utf-8") if path.exists() else ""
-            if old and not old.endswith("\n"):
-                old += "\n"
-            atomic_write_text(path, old + "".join(t.model_dump_json() + "\n" for t in traces))
-        log.info("Saved %d traces for definition %s to %s", len(traces), definition, path)
-
     # ------------------------------------------------------------------ API
     def run_solution(
         self, solution: Union[Solution, str], workloads: Optional[Iterable[Union[Workload, Trace]]] = None
@@ -105,7 +88,8 @@ class Benchmark:
         else:
             wls = [w.workload if isinstance(w, Trace) else w for w in workloads]
         out = [self._evaluate(definition, sol, w) for w in wls]
-        self.trace_set.add_traces(out)
+        for t in out:  # in memory only, as before (run_all's dump_traces writes)
+            self.trace_set.add_trace(t)
         return out
 
     def run_all(self, dump_traces: bool = True, resume: bool = False) -> List[Trace]:
@@ -132,9 +116,13 @@ class Benchmark:
                         if t.evaluation is not None and t.evaluation.status.value == "TIMEOUT":
                             timed_out[sol.name] = t
                     traces.append(t)
-            self.trace_set.add_traces(traces)
-            if dump_traces:
-                self._dump(definition.name, traces)
+            if dump_traces:  # written too when the set has a dataset directory
+                self.trace_set.add_traces(traces)
+                if traces and self.trace_set.persists:
+                    log.info("Saved %d traces for definition %s", len(traces), definition.name)
+            else:
+                for t in traces:
+                    self.trace_set.add_trace(t)
             new.extend(traces)
         return new
 

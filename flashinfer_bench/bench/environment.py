@@ -13,10 +13,11 @@ import re
 import socket
 import subprocess
 from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any, Dict, Optional
 
 import torch
+
+from flashinfer_bench.device import cpu_model_name
 
 
 def now_iso() -> str:
@@ -119,19 +120,6 @@ def _nvidia_smi(index: int) -> Dict[str, Any]:
     except (IndexError, ValueError):
         pass
     return out
-
-
-@lru_cache(maxsize=None)
-def cpu_model_name() -> str:
-    """The CPU part of `hardware` ("CPU " + this); apply() matches traces by the same string."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _versions() -> Dict[str, str]:

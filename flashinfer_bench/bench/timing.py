@@ -236,7 +236,7 @@ class CudaSampler:
             self.events = [_Event(enable_timing=True) for _ in range(3)]
         self.flush_bytes = nbytes
         self.flush_note = ""
-        self._flush_out = torch.empty((), dtype=torch.float32, device=device)
+        self._flush_out: Optional[torch.Tensor] = None
         self._flush_graph = self._capture_flush()
         self.l2 = L2Control()
         self.cycles_per_us = 2000.0  # refined from every sample
@@ -256,12 +256,12 @@ class CudaSampler:
             side = torch.cuda.Stream(self.device)
             side.wait_stream(self.stream)
             with torch.cuda.stream(side):
-                torch.sum(self.flush_buf, out=self._flush_out)  # warm-up off the capture
+                self.flush_buf.sum()  # warm-up off the capture
             self.stream.wait_stream(side)
             _cuda_sync()
             g = torch.cuda.CUDAGraph()
             with torch.cuda.graph(g, stream=side):
-                torch.sum(self.flush_buf, out=self._flush_out)
+                self._flush_out = self.flush_buf.sum()  # the graph's output: kept alive with it
             _cuda_sync()
             return g
         except RuntimeError as e:  # graphs unsupported here: flush eagerly, and say so
@@ -274,7 +274,7 @@ class CudaSampler:
         if self._flush_graph is not None:
             self._flush_graph.replay()
         else:
-            torch.sum(self.flush_buf, out=self._flush_out)
+            self.flush_buf.sum()
 
     def _gate_cycles(self) -> int:
         return int(self.gate_us * self.cycles_per_us)

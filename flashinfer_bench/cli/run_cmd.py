@@ -106,19 +106,19 @@ def gpus_to_show(n: int) -> Optional[str]:
 
 
 def _should_prestart(device: str) -> bool:
-    """On a GPU box (`device`: cpu, cuda or cuda:N): the build zygote's and the per-GPU workers'
+    """On a GPU box (`device`: cpu, cuda or cuda:N): the job server's and the per-GPU workers'
     torch imports then overlap Snakemake's own start. On the CPU, the workflow's onstart alone
-    starts the zygote: there a torch import beside Snakemake's start slows both (two cores), and
+    starts the job server: there a torch import beside Snakemake's start slows both (two cores), and
     a run with nothing to do never needs it."""
     return os.environ.get("FIB_PRESTART", "1") != "0" and device.startswith("cuda")
 
 
 def _prestart(device: str, results: Path) -> None:
-    """Start the build zygote and the GPU workers (each idempotent, detached, exits when idle)."""
-    from flashinfer_bench.compile import zygote
+    """Start the job server and the GPU workers (each idempotent, detached, exits when idle)."""
+    from flashinfer_bench.pipeline import job_server
     from flashinfer_bench.pipeline.prestart import prestart_workers
 
-    zygote.turn_on()
+    job_server.turn_on()
     prestart_workers(device, os.environ.get("FIB_CACHE_PATH", ""), log_dir=str(results / "logs"))
 
 
@@ -139,7 +139,8 @@ _SHOW = re.compile(r"^\[flashinfer-bench\]|steps \(\d+%\) done|^Error in rule|^E
 
 
 def run(args: argparse.Namespace) -> int:
-    from flashinfer_bench.pipeline.gpu_slots import detect_device, visible_gpus
+    from flashinfer_bench.device import detect_device
+    from flashinfer_bench.pipeline.gpu_slots import visible_gpus
     from flashinfer_bench.pipeline.workflow import workflow_dir
 
     wf = workflow_dir()
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             os.environ["FIB_PRESTARTED"] = "1"
         print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
         t0 = time.perf_counter()
-        # Snakemake starts (~1 s of imports) while this process starts the zygote and workers and
+        # Snakemake starts (~1 s of imports) while this process starts the job server and workers and
         # checks the selection: a bad --definitions / --solutions name stops it with one line
         # instead of its traceback.
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)

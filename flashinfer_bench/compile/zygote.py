@@ -8,19 +8,17 @@ and runs `child.main` exactly as a spawned child would: own session, own working
 environment and log file. The zygote waits for it and sends the exit status back; if the
 requesting process disappears first, the zygote kills the child's process group.
 
-The workflow's other jobs (validate, compile, aggregate, report: `pipeline/job_main.py`) fork
-from it too when one is running: their Python start with pydantic, pandas and the report code
-imported is most of what they cost (a report job 1.2-1.7 s, 0.3 s of it work). Such a child gets
-the job's stdin/stdout/stderr (passed over the socket), working directory, environment and argv,
-and its exit status becomes the job's.
+This module forks builds only. `serve` takes further request kinds from its caller: the
+workflow's job server (`pipeline/job_server.py`) is this zygote plus the workflow's own jobs.
 
-Opt-in: `FIB_BUILD_ZYGOTE=1` (the pipeline sets it and starts the zygote with the workflow, so
-its import overlaps Snakemake's own start-up). Without a running zygote a build spawns its child
-as before. The zygote exits after `IDLE_S` without a request. One zygote per interpreter, search
+Opt-in: `FIB_BUILD_ZYGOTE=1` (the pipeline sets it and starts its job server with the workflow,
+so its import overlaps Snakemake's own start-up). A build uses a zygote that answers, or waits
+for one that is starting; otherwise it spawns its child as before (a build never starts a
+zygote). The zygote exits after `IDLE_S` without a request. One zygote per interpreter, search
 path and package code (the socket's name hashes them), so an edited package never serves builds
 with stale code.
 
-    python -m flashinfer_bench.compile.zygote --socket PATH      # (started by `ensure_started`)
+    python -m flashinfer_bench.compile.zygote --socket PATH      # builds only (`ensure_started`)
 """
 from __future__ import annotations
 
@@ -36,7 +34,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 IDLE_S = 600.0
 START_WAIT_S = 30.0
@@ -58,17 +56,17 @@ def socket_path() -> Path:
     return base / f"{h.hexdigest()[:16]}.sock"
 
 
-def _send_fds(sock: socket.socket, fds: list) -> None:
+def send_fds(sock: socket.socket, fds: list) -> None:
     """Every request starts with one byte carrying the client's stdio fds (none for a build)."""
     socket.send_fds(sock, [b"F"], fds)
 
 
-def _send(sock: socket.socket, obj: Dict) -> None:
+def send(sock: socket.socket, obj: Dict) -> None:
     data = json.dumps(obj).encode()
     sock.sendall(_HDR.pack(len(data)) + data)
 
 
-def _recv(sock: socket.socket) -> Optional[Dict]:
+def recv(sock: socket.socket) -> Optional[Dict]:
     head = b""
     while len(head) < _HDR.size:
         chunk = sock.recv(_HDR.size - len(head))
@@ -86,21 +84,15 @@ def _recv(sock: socket.socket) -> Optional[Dict]:
 
 
 # ---------------------------------------------------------------------------------- client side
-def turn_on() -> None:
-    """For a local run: builds of this process and its children fork from the zygote, started now
-    in the background; unless the environment says FIB_BUILD_ZYGOTE=0."""
-    if os.environ.get("FIB_BUILD_ZYGOTE", "1") == "0":
-        return
-    os.environ["FIB_BUILD_ZYGOTE"] = "1"
-    ensure_started()
-
-
-def ensure_started() -> None:
-    """Start a zygote in the background when none answers (returns at once)."""
+def ensure_started(server: str = "flashinfer_bench.compile.zygote") -> None:
+    """Start a zygote in the background when none answers (returns at once): `python -m server
+    --socket PATH`, this module (builds only) or one that serves more (`pipeline/job_server.py`)."""
     if not enabled():
         return
     path = socket_path()
-    if _connect(path, timeout=0.5) is not None:
+    answering = connect(path, timeout=0.5)
+    if answering is not None:
+        answering.close()
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     lock = path.with_suffix(".starting")
@@ -113,15 +105,17 @@ def ensure_started() -> None:
         return
     os.close(fd)
     subprocess.Popen(
-        [sys.executable, "-m", "flashinfer_bench.compile.zygote", "--socket", str(path)],
+        [sys.executable, "-m", server, "--socket", str(path)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(path.with_suffix(".log"), "ab"),
         start_new_session=True, cwd="/",
     )
 
 
-def _connect(path: Path, timeout: float) -> Optional[socket.socket]:
-    # not bench.protocol.connect: workflow jobs load this module by path (job_main._in_zygote),
-    # where it cannot import the package; and the timeout stays on for the zygote's replies
+def connect(path: Path, timeout: float) -> Optional[socket.socket]:
+    """A connection to the zygote at `path`, None when none answers.
+
+    Not bench.protocol.connect: the workflow's jobs load this module by path (pipeline/job_main.py),
+    where it cannot import the package; and the timeout stays on for the zygote's replies."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
@@ -134,20 +128,40 @@ def _connect(path: Path, timeout: float) -> Optional[socket.socket]:
 
 def _wait_for_zygote(path: Path) -> Optional[socket.socket]:
     """A connection to the zygote, waiting for one that is starting (its start costs what a
-    spawned child's torch import would); None when it does not come up in START_WAIT_S."""
-    s = _connect(path, timeout=1.0)
-    if s is not None:
-        return s
-    ensure_started()
+    spawned child's torch import would); None when none is starting or it does not come up in
+    START_WAIT_S."""
     deadline = time.monotonic() + START_WAIT_S
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        s = _connect(path, timeout=1.0)
+    while True:
+        s = connect(path, timeout=1.0)
         if s is not None:
             return s
-        if not path.with_suffix(".starting").exists():
-            return None  # the start failed (its log: <socket>.log)
-    return None
+        if not path.with_suffix(".starting").exists() or time.monotonic() > deadline:
+            return None  # none is starting, or its start failed (its log: <socket>.log)
+        time.sleep(0.1)
+
+
+def ask(s: socket.socket, kind: str, body: Dict, fds: List[int], timeout_s: Optional[float]) -> Tuple[str, Optional[int]]:
+    """Have the zygote fork a child for request `kind` and wait for it: ("done", exit status);
+    ("refused", None) when no child was started (an unknown kind, a zygote going away);
+    ("lost", None) when the connection ended after the child started; ("timeout", None) after
+    `timeout_s` (closing the connection then makes the zygote kill the child)."""
+    started: Optional[Dict] = None
+    try:
+        s.settimeout(10.0)
+        send_fds(s, fds)
+        send(s, {**body, "kind": kind})
+        started = recv(s)
+        if not started or "pid" not in started:
+            return "refused", None
+        s.settimeout(timeout_s)
+        done = recv(s)
+    except socket.timeout:
+        return ("timeout", None) if started else ("refused", None)
+    except OSError:
+        return ("lost", None) if started else ("refused", None)
+    if not done or "rc" not in done:
+        return "lost", None
+    return "done", int(done["rc"])
 
 
 def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Path, timeout_s: float) -> Optional[Tuple[int, bool]]:
@@ -162,54 +176,21 @@ def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Pa
     if s is None:
         return None
     try:
-        s.settimeout(10.0)
-        _send_fds(s, [])
-        _send(s, {"job": str(job_path), "cwd": str(cwd), "env": env, "log": str(log_path)})
-        started = _recv(s)
-        if not started or "pid" not in started:
-            return None
-        s.settimeout(timeout_s)
-        try:
-            done = _recv(s)
-        except socket.timeout:
-            return -signal.SIGKILL, True  # closing the connection makes the zygote kill the child
-        if not done or "rc" not in done:
-            return None
-        return int(done["rc"]), False
-    except OSError:
-        return None
+        how, rc = ask(s, "build", {"job": str(job_path), "cwd": str(cwd), "env": env, "log": str(log_path)}, [], timeout_s)
     finally:
         s.close()
-
-
-def run_job_main(argv: list) -> Optional[int]:
-    """Exit status of `job_main.py argv` run in a child forked by a running zygote, with this
-    process's stdio, working directory and environment; None when no zygote answers now (the
-    caller then runs the job itself: a job never waits for a zygote that is still starting)."""
-    if not enabled():
-        return None
-    s = _connect(socket_path(), timeout=1.0)
-    if s is None:
-        return None
-    try:
-        s.settimeout(10.0)
-        _send_fds(s, [0, 1, 2])
-        _send(s, {"job_main": list(argv), "cwd": os.getcwd(), "env": dict(os.environ)})
-        started = _recv(s)
-        if not started or "pid" not in started:
-            return None
-        s.settimeout(None)  # Snakemake's own limits apply to the job; killing it kills the child
-        done = _recv(s)
-    except OSError:
-        return None
-    finally:
-        s.close()
-    if not done or "rc" not in done:
-        return 1  # the child started: never run the job a second time
-    return int(done["rc"])
+    if how == "timeout":
+        return -signal.SIGKILL, True
+    if how != "done" or rc is None:
+        return None  # refused, or lost: the build child (if any) has exited, so a spawned one may run
+    return rc, False
 
 
 # ---------------------------------------------------------------------------------- zygote side
+# A request kind -> what its forked child runs: f(request, the client's fds) -> exit status.
+Handler = Callable[[Dict, List[int]], int]
+
+
 def _exit_with(run: Callable[[], int], inherited: list) -> None:
     """In a forked child: leave the zygote's sockets and session, run, and exit with run's status
     (or 1 and the traceback on its stderr); never returns."""
@@ -234,7 +215,7 @@ def _exit_with(run: Callable[[], int], inherited: list) -> None:
             os._exit(rc)
 
 
-def _build_child(req: Dict) -> int:
+def _build_child(req: Dict, fds: List[int]) -> int:
     """Become the build child of `req`: its cwd, environment and log file, then `child.main`."""
     os.chdir(req["cwd"])
     os.environ.clear()
@@ -252,44 +233,21 @@ def _build_child(req: Dict) -> int:
     return child.main(sys.argv)
 
 
-def _job_main_child(req: Dict, fds: list) -> int:
-    """Become the workflow job of `req`: the caller's stdio, cwd, environment and argv."""
-    for target, fd in enumerate(fds[:3]):
-        os.dup2(fd, target)
-    for fd in fds:
-        if fd > 2:
-            os.close(fd)
-    sys.stdin = open(0, closefd=False)
-    sys.stdout = open(1, "w", closefd=False)
-    sys.stderr = open(2, "w", closefd=False)
-    os.chdir(req["cwd"])
-    os.environ.clear()
-    os.environ.update(req["env"])
-    sys.argv = ["job_main.py", *req["job_main"]]
-    from ..pipeline import job_main
-
-    return job_main.main(list(req["job_main"]))
+# A build child keeps its request's connection open: should the zygote die, the waiting build sees
+# the end only once its child has exited, and never spawns a second build into the same directory.
+_KEEPS_CONNECTION = {"build"}
 
 
-def _preload_job_modules() -> None:
-    """What the workflow's jobs import, loaded once while the zygote waits (not before it
-    listens: builds need only torch and come first)."""
-    import importlib
-
-    for name in ("flashinfer_bench.pipeline.jobs", "flashinfer_bench.compile.build", "pandas", "flashinfer_bench.report.html"):
-        try:
-            importlib.import_module(name)
-        except ImportError:  # optional parts (the report's pandas): the job imports what it can
-            pass
-
-
-def serve(path: Path) -> None:
+def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Sequence[str] = ()) -> None:
+    """Answer requests at `path`: builds, and the kinds in `handlers`. The modules in `preload`
+    are imported once the zygote is listening and idle (builds need only torch and come first)."""
     # the point of the zygote: children start with torch imported. Not Triton: a build decides
     # per request whether Triton runs interpreted (TRITON_INTERPRET in its environment), and an
     # import made before that setting breaks interpreted kernels ("Cannot call @triton.jit'd
     # outside of the scope of a kernel"; tests/compile/test_zygote.py checks it).
     import torch  # noqa: F401
 
+    kinds: Dict[str, Handler] = {"build": _build_child, **(handlers or {})}
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
@@ -303,23 +261,24 @@ def serve(path: Path) -> None:
     sel.register(srv, selectors.EVENT_READ)
     running: Dict[int, socket.socket] = {}  # child pid -> the connection waiting for it
     last = time.monotonic()
-    preloaded = False
+    preloaded = not preload
     try:
         while True:
             events = sel.select(timeout=0.2)
             if not events and not preloaded:
                 preloaded = True
-                _preload_job_modules()
+                _preload(preload)
             for key, _ in events:
                 if key.fileobj is srv:
                     conn, _ = srv.accept()
                     conn.settimeout(10.0)
                     try:
                         _, fds, _, _ = socket.recv_fds(conn, 1, 3)
-                        req = _recv(conn)
+                        req = recv(conn)
                     except OSError:
                         req, fds = None, []
-                    if not req:
+                    handler = kinds.get(str((req or {}).get("kind")))
+                    if handler is None:  # nothing, or a kind this zygote does not serve
                         for fd in fds:
                             os.close(fd)
                         conn.close()
@@ -327,13 +286,13 @@ def serve(path: Path) -> None:
                     pid = os.fork()
                     if pid == 0:
                         inherited = [srv, *running.values()]
-                        if "job_main" in req:
-                            _exit_with(lambda: _job_main_child(req, fds), [*inherited, conn])
-                        _exit_with(lambda: _build_child(req), inherited)
+                        if req["kind"] not in _KEEPS_CONNECTION:
+                            inherited.append(conn)
+                        _exit_with(lambda: handler(req, fds), inherited)
                     for fd in fds:
                         os.close(fd)
                     running[pid] = conn
-                    _send(conn, {"pid": pid})
+                    send(conn, {"pid": pid})
                     sel.register(conn, selectors.EVENT_READ, pid)
                     last = time.monotonic()
                 else:  # a waiting client closed its end (killed, or gave up on a timeout)
@@ -353,7 +312,7 @@ def serve(path: Path) -> None:
                 except (KeyError, ValueError):
                     pass
                 try:
-                    _send(conn, {"rc": os.waitstatus_to_exitcode(status)})
+                    send(conn, {"rc": os.waitstatus_to_exitcode(status)})
                 except OSError:
                     pass
                 conn.close()
@@ -374,7 +333,17 @@ def serve(path: Path) -> None:
         srv.close()
 
 
-def main(argv: Optional[list] = None) -> int:
+def _preload(names: Sequence[str]) -> None:
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # optional parts (the report's pandas): the child imports what it can
+            pass
+
+
+def main(argv: Optional[list] = None, handlers: Optional[Dict[str, Handler]] = None, preload: Sequence[str] = ()) -> int:
     import argparse
 
     ap = argparse.ArgumentParser()
@@ -382,7 +351,7 @@ def main(argv: Optional[list] = None) -> int:
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        serve(Path(a.socket))
+        serve(Path(a.socket), handlers, preload)
     finally:
         Path(a.socket).with_suffix(".starting").unlink(missing_ok=True)
     return 0

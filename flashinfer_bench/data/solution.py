@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import Enum
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -18,6 +18,17 @@ class SupportedLanguages(str, Enum):
     CUDA = "cuda"
     CPP = "cpp"
     TILELANG = "tilelang"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class SupportedBindings(str, Enum):
+    """How C++/CUDA solutions are bound to Python (0.1.2's enum; `BuildSpec.binding` takes either
+    these members or their strings)."""
+
+    TVM_FFI = "tvm-ffi"
+    TORCH = "torch"
 
     def __str__(self) -> str:
         return self.value
@@ -109,6 +120,19 @@ class Solution(BaseModel):
             if PurePosixPath(s.path) == PurePosixPath(path):
                 return s
         return None
+
+    # ----- FlashInfer-Bench 0.1.2's entry-point accessors -----
+    def get_entry_path(self) -> Path:
+        """The entry file, relative to the solution's sources (`spec.entry_point` before '::')."""
+        return Path(self.spec.entry_file)
+
+    def get_entry_symbol(self) -> str:
+        """The function the entry file exports (`spec.entry_point` after '::')."""
+        return self.spec.entry_symbol
+
+    def get_entry_source(self) -> Optional[SourceFile]:
+        """The source file holding the entry point, or None when no source has its path."""
+        return self.get_source(self.spec.entry_file)
 
     def content_hash(self) -> str:
         """Hash of what changes the built code; name, author and description do not count."""

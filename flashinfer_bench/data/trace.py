@@ -175,6 +175,14 @@ class Trace(BaseModel):
     def is_workload(self) -> bool:
         return self.solution is None and self.evaluation is None
 
+    def is_workload_trace(self) -> bool:
+        """A workload line (no solution, no evaluation): 0.1.2's name for `is_workload`."""
+        return self.is_workload
+
+    def is_successful(self) -> bool:
+        """A result line whose evaluation PASSED (0.1.2's API); False for workload lines."""
+        return self.evaluation is not None and self.evaluation.status == EvaluationStatus.PASSED
+
     def to_json(self) -> str:
         return self.model_dump_json()
 

@@ -13,6 +13,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, TypeVar, Un
 
 from pydantic import BaseModel, ValidationError
 
+from .. import env
+
 from .definition import Definition
 from .io import (
     DatasetError,
@@ -25,8 +27,10 @@ from .io import (
     unknown_fields,
     validation_problems,
 )
+from .json_utils import append_jsonl_file
 from .solution import Solution
 from .trace import EvaluationStatus, Trace
+from .trace_files import merge_traces, trace_key
 from .workload import Workload
 
 M = TypeVar("M", bound=BaseModel)
@@ -43,13 +47,11 @@ def _parse(model: Type[M], obj: Any, path: str, line: Optional[int]) -> Tuple[Op
     return m, unknown_fields(m, path, line)
 
 
-def trace_key(t: Trace) -> Tuple[str, str, str, str]:
-    """Identity of a result: (definition, solution, workload uuid, hardware)."""
-    hw = t.evaluation.environment.hardware if t.evaluation else ""
-    return (t.definition, t.solution or "", t.workload.uuid, hw)
-
-
 class TraceSet:
+    """A dataset in memory. With a root (a dataset directory: `from_path`, or `TraceSet(root=...)`)
+    `add_traces` and `add_workload_traces` also write there, as FlashInfer-Bench 0.1.2 does; a set
+    read from a single-file bundle (`load`) or made without a root stays in memory."""
+
     def __init__(
         self,
         root: Optional[PathLike] = None,
@@ -70,15 +72,19 @@ class TraceSet:
         # id(entity) -> (entity, file, line, field prefix): where each loaded entity came from,
         # so `validate` can name the file and line of a problem found after loading
         self._origins: Dict[int, Tuple[Any, str, Optional[int], str]] = {}
+        # whether add_traces/add_workload_traces write under root (not for a bundle's folder)
+        self._persist = self.root is not None
         for sols in self.solutions.values():
             for s in sols:
                 self._solution_by_name[s.name] = s
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def from_path(cls, path: PathLike, strict: bool = False) -> "TraceSet":
-        """Load a dataset directory (recursive globs); strict raises DatasetError on any error."""
-        root = Path(path)
+    def from_path(cls, path: Optional[PathLike] = None, strict: bool = False) -> "TraceSet":
+        """Load a dataset directory (recursive globs); strict raises DatasetError on any error.
+
+        path None: FLASHINFER_BENCH_DATASET_PATH / FIB_DATASET_PATH, else ./flashinfer-trace."""
+        root = Path(path) if path is not None else env.dataset_path()
         ts = cls(root=root)
         if not root.is_dir():
             ts.problems.append(Problem(str(root), "dataset directory does not exist"))
@@ -189,8 +195,51 @@ class TraceSet:
             self.traces[trace.definition].append(trace)
 
     def add_traces(self, traces: Iterable[Trace]) -> None:
+        """Add results (and workload lines); with a dataset root, also write them there (0.1.2).
+
+        Results go into traces/<op_type>/<definition>.jsonl by the workflow's merge rule: a result
+        for the same definition, solution, workload and hardware replaces the earlier one, in the
+        file and in memory; workload lines are appended to workloads/. Raises ValueError, before
+        anything is written, for a trace whose definition the set does not hold (its op_type
+        names the file). Without a root the traces are only added in memory."""
+        traces = list(traces)
+        if not self._persist:
+            for t in traces:
+                self.add_trace(t)
+            return
+        self._check_known(traces, "add_traces")
+        results: Dict[str, List[Trace]] = defaultdict(list)
+        workloads: List[Trace] = []
         for t in traces:
-            self.add_trace(t)
+            (workloads if t.is_workload else results[t.definition]).append(t)
+        for dname, new in results.items():
+            merge_traces(self.root / self.jsonl_path("traces", dname), new)
+            keys = {trace_key(t) for t in new}
+            self.traces[dname] = [t for t in self.traces[dname] if trace_key(t) not in keys] + new
+        self.add_workload_traces(workloads)
+
+    def add_workload_traces(self, traces: Iterable[Trace]) -> None:
+        """Add workload lines; with a dataset root, append them to workloads/<op_type>/<def>.jsonl."""
+        traces = list(traces)
+        if self._persist:
+            self._check_known(traces, "add_workload_traces")
+            by_def: Dict[str, List[Trace]] = defaultdict(list)
+            for t in traces:
+                by_def[t.definition].append(t)
+            for dname, items in by_def.items():
+                append_jsonl_file(items, self.root / self.jsonl_path("workloads", dname))
+        for t in traces:
+            self.workloads[t.definition].append(t)
+
+    @property
+    def persists(self) -> bool:
+        """Whether add_traces/add_workload_traces also write under `root`."""
+        return self._persist
+
+    def _check_known(self, traces: List[Trace], what: str) -> None:
+        unknown = sorted({t.definition for t in traces} - set(self.definitions))
+        if unknown:
+            raise ValueError(f"{what}: definitions {unknown} are not in this TraceSet; nothing was added")
 
     # ------------------------------------------------------------------ lookups
     def get_definition(self, name: str) -> Optional[Definition]:
@@ -265,19 +314,61 @@ class TraceSet:
         return max(wins, key=lambda s: (wins[s], -geomean(s)))
 
     def summary(self) -> Dict[str, Any]:
+        """Counts of the set; "total" and the latency keys are 0.1.2's (over all result lines and
+        the PASSED ones with a finite latency; None when there is none)."""
         statuses = Counter(
             str(t.evaluation.status) for t in self.all_traces() if t.evaluation is not None
         )
         total = sum(statuses.values())
+        lats = [x for x in map(self._passed_latency, self.all_traces()) if math.isfinite(x)]
         return {
             "definitions": len(self.definitions),
             "solutions": sum(len(v) for v in self.solutions.values()),
             "workloads": sum(len(v) for v in self.workloads.values()),
             "traces": total,
+            "total": len(self.all_traces()),
             "passed": statuses.get("PASSED", 0),
             "failed": total - statuses.get("PASSED", 0),
             "by_status": dict(statuses),
+            "min_latency_ms": min(lats) if lats else None,
+            "max_latency_ms": max(lats) if lats else None,
+            "avg_latency_ms": sum(lats) / len(lats) if lats else None,
         }
+
+    # ----- FlashInfer-Bench 0.1.2's queries -----
+    def filter_traces(self, def_name: str, atol: float = 1e-2, rtol: float = 1e-2) -> List[Trace]:
+        """PASSED results of a definition whose recorded errors are within atol and rtol."""
+        out = []
+        for t in self.traces.get(def_name, []):
+            ev = t.evaluation
+            if ev is None or ev.status != EvaluationStatus.PASSED or ev.correctness is None:
+                continue
+            c = ev.correctness
+            if c.max_absolute_error <= atol and c.max_relative_error <= rtol:  # NaN: never within
+                out.append(t)
+        return out
+
+    def get_best_trace(
+        self,
+        def_name: str,
+        axes: Optional[Dict[str, int]] = None,
+        max_abs_error: float = 1e-2,
+        max_rel_error: float = 1e-2,
+    ) -> Optional[Trace]:
+        """The result with the highest speedup over the reference among `filter_traces` (whose
+        workload has exactly these axis values, when given); None if there is none. Speedups of
+        different hardware are compared as they are, as 0.1.2 does (`best_trace` picks by latency
+        on one hardware)."""
+        cands = self.filter_traces(def_name, max_abs_error, max_rel_error)
+        if axes:
+            cands = [t for t in cands if all(t.workload.axes.get(k) == v for k, v in axes.items())]
+
+        def speedup(t: Trace) -> float:
+            perf = t.evaluation.performance if t.evaluation else None
+            x = perf.speedup_factor if perf is not None else math.nan
+            return x if math.isfinite(x) else -math.inf
+
+        return max(cands, key=speedup, default=None)
 
     # ------------------------------------------------------------------ writing
     def to_dict(self) -> Dict[str, Any]:
@@ -296,7 +387,8 @@ class TraceSet:
     def load(cls, path: PathLike, strict: bool = True) -> "TraceSet":
         path = Path(path)
         obj, probs = read_json(path)
-        ts = cls(root=path.parent)
+        ts = cls(root=path.parent)  # blob paths are relative to the bundle's folder
+        ts._persist = False  # ... which is not a dataset directory to add traces to
         ts.problems += probs
         if obj is not None:
             if not isinstance(obj, dict):
@@ -319,6 +411,36 @@ class TraceSet:
         if strict and ts.errors:
             raise DatasetError(ts.errors)
         return ts
+
+    # ----- the dataset's folders (0.1.2's properties); ValueError without a root -----
+    def _under_root(self, *parts: str) -> Path:
+        if self.root is None:
+            raise ValueError("this TraceSet has no root path")
+        return self.root.joinpath(*parts)
+
+    @property
+    def definitions_path(self) -> Path:
+        return self._under_root("definitions")
+
+    @property
+    def solutions_path(self) -> Path:
+        return self._under_root("solutions")
+
+    @property
+    def workloads_path(self) -> Path:
+        return self._under_root("workloads")
+
+    @property
+    def traces_path(self) -> Path:
+        return self._under_root("traces")
+
+    @property
+    def blob_path(self) -> Path:
+        return self._under_root("blob")
+
+    @property
+    def blob_workloads_path(self) -> Path:
+        return self._under_root("blob", "workloads")
 
     def definition_path(self, d: Definition) -> str:
         return f"definitions/{d.op_type}/{d.name}.json"

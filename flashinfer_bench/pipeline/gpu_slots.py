@@ -14,22 +14,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, List
-
-
-def detect_device(requested: str) -> str:
-    """'auto' becomes 'cuda' when an NVIDIA GPU is visible, else 'cpu'; no torch import."""
-    if requested != "auto":
-        return requested
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-        return "cpu"
-    if Path("/dev/nvidia0").exists() or (shutil.which("nvidia-smi") and Path("/proc/driver/nvidia").exists()):
-        return "cuda"
-    return "cpu"
 
 
 def visible_gpus() -> List[str]:

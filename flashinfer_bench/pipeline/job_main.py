@@ -4,8 +4,8 @@ The rules call this file by path from `shell:` (like the benchmark rule's thin c
 Snakemake's `script:` wrapper: the wrapper starts Python with a preamble that unpickles the job's
 `snakemake` object, which imports Snakemake itself (0.4-1 s of CPU a job, more than most of these
 jobs take; on a GPU box the first build and the final report sit on the critical path). When the
-build zygote runs (local runs), the job runs in a fork of it, where pydantic, pandas and the
-report code are already imported.
+job server runs (local runs: `pipeline/job_server.py`), the job runs in a fork of it, where
+pydantic, pandas and the report code are already imported.
 
     python .../job_main.py compile --solution-file F --definition-file F --out F --log F [--cache-dir D]
 """
@@ -104,23 +104,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def _in_zygote(argv: List[str]) -> Optional[int]:
-    """The job's exit status when a running build zygote ran it in a fork (its imports already
-    done there: `compile/zygote.py`), else None. The zygote module is loaded by path: importing
-    the package's `compile` would cost what the fork saves."""
+def _in_job_server(argv: List[str]) -> Optional[int]:
+    """The job's exit status when a running job server ran it in a fork (its imports already
+    done there: `pipeline/job_server.py`), else None: the caller then runs the job itself (a job
+    never waits for a server that is still starting). The zygote's client is loaded by path:
+    importing the package would cost what the fork saves."""
     import importlib.util
+    import os
 
     path = Path(__file__).resolve().parents[1] / "compile" / "zygote.py"
     spec = importlib.util.spec_from_file_location("_fib_zygote", path)
     if spec is None or spec.loader is None:
         return None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.run_job_main(argv)
+    zygote = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(zygote)
+    if not zygote.enabled():
+        return None
+    s = zygote.connect(zygote.socket_path(), timeout=1.0)
+    if s is None:
+        return None
+    try:
+        # no time limit: Snakemake's own limits apply to the job; killing it kills the child
+        how, rc = zygote.ask(s, "job_main", {"job_main": list(argv), "cwd": os.getcwd(), "env": dict(os.environ)}, [0, 1, 2], None)
+    finally:
+        s.close()
+    if how == "refused":
+        return None
+    return 1 if rc is None else rc  # the child started: never run the job a second time
 
 
 if __name__ == "__main__":
-    rc = _in_zygote(sys.argv[1:])
+    rc = _in_job_server(sys.argv[1:])
     if rc is None:
         if sys.flags.no_site:  # started with -S (fast path above): site-packages now
             import site

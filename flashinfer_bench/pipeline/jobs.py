@@ -14,8 +14,7 @@ from typing import Any, Dict, List, Optional
 
 from pydantic import ValidationError
 
-from flashinfer_bench.atomic import file_lock
-from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload, trace_key
+from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload
 from flashinfer_bench.data.io import (
     Problem,
     atomic_write_json,
@@ -24,6 +23,7 @@ from flashinfer_bench.data.io import (
     read_json,
     validation_problems,
 )
+from flashinfer_bench.data.trace_files import merge_traces  # the one merge rule of traces/ files
 
 log = logging.getLogger("flashinfer_bench.pipeline")
 
@@ -170,38 +170,6 @@ def _describe(trace: Trace, wall: float) -> str:
 
 
 # --------------------------------------------------------------------------- aggregate
-def merge_traces(target: Path, new: List[Trace]) -> int:
-    """Replace traces of the same (definition, solution, workload, hardware); keep every other line.
-
-    Lines we cannot parse are kept verbatim, bytes that are not UTF-8 included (`validate` reports
-    them): a run never deletes data it did not make. Returns the number of lines replaced.
-    """
-    keys = {trace_key(t) for t in new}
-    kept: List[str] = []
-    replaced = 0
-    with file_lock(str(target) + ".lock"):  # removed on release: no lock file stays in traces/
-        if target.exists():
-            # JSONL lines end at \n only (splitlines() would also cut at U+2028 inside a string)
-            for line in target.read_bytes().decode("utf-8", "surrogateescape").split("\n"):
-                if not line.strip():
-                    continue
-                try:
-                    old = Trace.model_validate_json(line.encode("utf-8", "surrogateescape"))
-                except ValidationError:
-                    kept.append(line)
-                    continue
-                if trace_key(old) in keys:
-                    replaced += 1
-                    continue
-                kept.append(line)
-        lines = kept + [t.model_dump_json() for t in new]
-        pause = float(os.environ.get("FIB_TEST_AGGREGATE_PAUSE_S", "0") or 0)
-        if pause:  # test hook: widens the window in which a kill must leave the old file intact
-            time.sleep(pause)
-        atomic_write_text(target, "".join(x + "\n" for x in lines), errors="surrogateescape")
-    return replaced
-
-
 def aggregate_job(definition: str, trace_files: List[str], dataset: str, out: str, save_results: bool, log: Optional[str] = None) -> None:
     _setup_log(log)
     new = [Trace.model_validate_json(Path(f).read_text()) for f in trace_files]

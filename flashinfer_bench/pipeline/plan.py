@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, Solution, Trace
 from flashinfer_bench.data.io import Problem, iter_jsonl, read_json, validation_problems
-from flashinfer_bench.pipeline.gpu_slots import detect_device  # noqa: F401  (also imported from here)
 from flashinfer_bench.data.validate import (
     Finding,
     HeaderCache,
@@ -28,6 +27,7 @@ from flashinfer_bench.data.validate import (
     workload_problems,
 )
 
+from flashinfer_bench.device import detect_device
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
 
 

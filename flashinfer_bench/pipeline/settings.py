@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from functools import lru_cache
 from importlib import metadata
 from typing import Any, Dict, Optional

@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Mapping, Optional, Union
+from typing import Mapping, Optional, Union
 
 from flashinfer_bench import env
-from flashinfer_bench.apply import _state
 
-from . import exit_hooks
+from . import _state, exit_hooks
 from .config import TracingConfig
 from .runtime import TracingRuntime
-
-_STACK: List[TracingRuntime] = []
 
 
 def enable_tracing(
@@ -42,32 +39,20 @@ def enable_tracing(
         flush_interval_s=flush_interval_s,
     )
     exit_hooks.install(flush_all)
-    _STACK.append(rt)
-    _refresh()
+    _state.STACK.append(rt)
+    _state.refresh()
     return rt
-
-
-def _refresh() -> None:
-    active = [r for r in _STACK if r.tracers and not r.closed]
-    _state.TRACER = active[-1] if active else None
-
-
-def _pop_runtime(rt: TracingRuntime) -> None:
-    rt.close()
-    if rt in _STACK:
-        _STACK.remove(rt)
-    _refresh()
 
 
 def disable_tracing() -> None:
     """Flush and stop the most recent tracing runtime."""
-    if _STACK:
-        _pop_runtime(_STACK[-1])
+    if _state.STACK:
+        _state.pop(_state.STACK[-1])
 
 
 def flush_all() -> None:
     """Write every queued call of every active runtime (atexit and signal handlers call this)."""
-    for rt in list(_STACK):
+    for rt in list(_state.STACK):
         rt.flush()
 
 

@@ -14,13 +14,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
-from flashinfer_bench.apply.signature import merge_args
 from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, ShapeError
 from flashinfer_bench.data.io import read_json
 
+from . import _state
 from .config import TracingConfig
+from .signature import merge_args
 from .writer import DefInfo, TracingWarning, Writer
 
 _INVALID: Tuple[int, ...] = (-1,)
@@ -356,8 +357,6 @@ class TracingRuntime:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from .api import _pop_runtime
-
-        _pop_runtime(self)
+        _state.pop(self)
 
 

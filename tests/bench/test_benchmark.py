@@ -32,7 +32,7 @@ def _config(cpu_config) -> BenchmarkConfig:
     )
 
 
-def test_run_all_returns_adds_and_appends(dataset: Path, cpu_config) -> None:
+def test_run_all_returns_adds_and_merges(dataset: Path, cpu_config) -> None:
     ts = TraceSet.from_path(dataset)
     bench = Benchmark(ts, _config(cpu_config))
     new = bench.run_all()
@@ -42,11 +42,15 @@ def test_run_all_returns_adds_and_appends(dataset: Path, cpu_config) -> None:
     path = dataset / "traces" / "rmsnorm" / "rmsnorm_bench_api.jsonl"
     lines = path.read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(x)["evaluation"]["status"] == "PASSED" for x in lines)
-    # a resumed run evaluates nothing new; a plain run appends and keeps the old lines
+    # a resumed run evaluates nothing new; a rerun replaces its own results (same solution,
+    # workload and hardware: the workflow's merge rule) and keeps every other line as it was
     assert Benchmark(ts, _config(cpu_config)).run_all(resume=True) == []
     ts2 = TraceSet.from_path(dataset)
     Benchmark(ts2, _config(cpu_config).model_copy(update={"solutions": ["api_vr"]})).run_all()
-    assert path.read_text().splitlines()[:4] == lines and len(path.read_text().splitlines()) == 6
+    after = path.read_text().splitlines()
+    assert len(after) == 4 and after[:2] == [x for x in lines if json.loads(x)["solution"] == "api_dps"]
+    assert [json.loads(x)["solution"] for x in after[2:]] == ["api_vr", "api_vr"] and not set(after[2:]) & set(lines)
+    assert len(ts2.traces_for("rmsnorm_bench_api")) == 4
     for t in new:
         print(f"{t.solution} {t.workload.uuid}: {t.evaluation.speedup_factor:.2f}x, max rel {t.evaluation.max_relative_error:.1e}")
 

@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,11 +17,12 @@ def running_zygote(tmp_path_factory: pytest.TempPathFactory):
     mp = pytest.MonkeyPatch()
     mp.setenv("FIB_BUILD_ZYGOTE", "1")
     mp.setenv("FIB_ZYGOTE_DIR", str(tmp_path_factory.mktemp("zyg")))
-    zygote.ensure_started()
+    zygote.ensure_started()  # builds only (the workflow's job server: tests/pipeline/test_job_server.py)
     deadline = time.monotonic() + 120
-    while zygote._connect(zygote.socket_path(), 0.5) is None:
+    while (s := zygote.connect(zygote.socket_path(), 0.5)) is None:
         assert time.monotonic() < deadline, "the zygote did not come up"
         time.sleep(0.2)
+    s.close()
     yield zygote.socket_path()
     path = zygote.socket_path()
     path.unlink(missing_ok=True)  # the zygote exits when its socket is gone
@@ -90,39 +88,23 @@ def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
         time.sleep(0.1)
 
 
-JOB_MAIN = Path(zygote.__file__).resolve().parents[1] / "pipeline" / "job_main.py"
+def test_a_build_zygote_refuses_workflow_jobs(running_zygote) -> None:
+    """Builders know no runner: the build zygote forks builds only (a workflow job then runs
+    itself); the workflow's job server adds them (pipeline/job_server.py)."""
+    s = zygote.connect(running_zygote, 5.0)
+    assert s is not None
+    try:
+        assert zygote.ask(s, "job_main", {"job_main": ["validate"], "cwd": "/", "env": {}}, [], 10.0) == ("refused", None)
+    finally:
+        s.close()
 
 
-def _job_in_zygote(argv: list, cwd: Path) -> subprocess.CompletedProcess:
-    """A process that hands `job_main.py argv` to the zygote, as the workflow's shell jobs do;
-    prints 'forked' when the zygote ran it (None from run_job_main means it would run itself)."""
-    code = (
-        "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('z', {str(Path(zygote.__file__))!r})\n"
-        "z = importlib.util.module_from_spec(spec); spec.loader.exec_module(z)\n"
-        "rc = z.run_job_main(sys.argv[1:])\n"
-        "print('forked' if rc is not None else 'not forked', flush=True)\n"
-        "sys.exit(rc or 0)\n"
-    )
-    return subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
-def test_a_workflow_job_runs_in_a_fork_with_the_callers_stdio_cwd_and_status(running_zygote, tmp_path) -> None:
-    bad = tmp_path / "bad_definition.json"
-    bad.write_text('{"name": "x", "op_type": "rmsnorm"}')  # required fields missing
-    p = _job_in_zygote(["validate", "--rule", "validate_definition", "--input", bad.name, "--out", "out/report.txt",
-                        "--log", "log.txt"], cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "forked"
-    report = (tmp_path / "out" / "report.txt").read_text()  # relative paths: the caller's cwd
-    assert "problem(s)" in report and "bad_definition.json" in report
-    assert "[flashinfer-bench] validation:" in p.stderr  # the job's stderr is the caller's
-
-
-def test_a_failing_workflow_job_in_the_zygote_fails_with_its_traceback(running_zygote, tmp_path) -> None:
-    p = _job_in_zygote(["compile", "--dataset", str(tmp_path), "--solution-file", "missing.json",
-                        "--definition-file", "missing_def.json", "--out", "b.json", "--log", "b.log"], cwd=tmp_path)
-    assert p.stdout.strip() == "forked"
-    assert p.returncode != 0
-    assert "Traceback" in p.stderr and "missing.json" in p.stderr
-    assert not (tmp_path / "b.json").exists()
+def test_a_build_waits_for_no_zygote_when_none_is_starting(monkeypatch, tmp_path, cache) -> None:
+    monkeypatch.setenv("FIB_BUILD_ZYGOTE", "1")
+    monkeypatch.setenv("FIB_ZYGOTE_DIR", str(tmp_path / "none"))
+    t0 = time.monotonic()
+    r = build(solution({"main.py": PY_ADD}, "main.py::run", name="no_zygote"), VADD, cache)
+    assert r.status == OK, r.log
+    assert _manifest(r).get("build_process") != "zygote_fork"
+    assert not (tmp_path / "none").exists()  # and started none
+    assert time.monotonic() - t0 < 25

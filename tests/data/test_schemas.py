@@ -183,7 +183,8 @@ def test_our_traces_fit_schema_and_round_trip(anchor_dataset: Path, tmp_path: Pa
 
 def test_bundle_round_trip(anchor_dataset: Path, tmp_path: Path) -> None:
     ts = TraceSet.from_path(anchor_dataset)
-    ts.add_traces(traces_of_every_status("rmsnorm_d4096", ts.workloads["rmsnorm_d4096"][0].workload, "rmsnorm_torch_fn"))
+    for t in traces_of_every_status("rmsnorm_d4096", ts.workloads["rmsnorm_d4096"][0].workload, "rmsnorm_torch_fn"):
+        ts.add_trace(t)  # in memory: add_traces would write into the shared anchor dataset
     ts.save(tmp_path / "bundle.json")
     back = TraceSet.load(tmp_path / "bundle.json")
     assert back.definitions == ts.definitions

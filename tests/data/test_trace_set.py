@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from flashinfer_bench.data import Evaluation, Trace, TraceSet, Workload
 
 from .dsbuild import make_dataset
@@ -28,8 +30,9 @@ def test_best_trace_solution_and_summary(tmp_path: Path) -> None:
     assert ts.best_trace("rmsnorm_d4096", "nope") is None
     # one win each on GPU-A: the lower geometric-mean latency breaks the tie
     assert ts.best_solution("rmsnorm_d4096", hardware="GPU-A") == "a"
-    assert ts.summary() == {"definitions": 1, "solutions": 1, "workloads": 3, "traces": 6, "passed": 5,
-                            "failed": 1, "by_status": {"PASSED": 5, "RUNTIME_ERROR": 1}}
+    assert ts.summary() == {"definitions": 1, "solutions": 1, "workloads": 3, "traces": 6, "total": 6, "passed": 5,
+                            "failed": 1, "by_status": {"PASSED": 5, "RUNTIME_ERROR": 1},
+                            "min_latency_ms": 0.05, "max_latency_ms": 0.5, "avg_latency_ms": pytest.approx(0.29)}
     assert ts.hardware() == ["GPU-A", "GPU-B"]
     assert [t.solution for t in ts.traces_for("rmsnorm_d4096", solution="a")] == ["a", "a", "a"]
 

@@ -118,7 +118,8 @@ def _with_our_traces(src: Path, dst: Path) -> TraceSet:
         if not wls:
             continue
         sols = ts.solutions_for(dname)
-        ts.add_traces(traces_of_every_status(dname, wls[0].workload, sols[0].name if sols else "some_solution"))
+        for t in traces_of_every_status(dname, wls[0].workload, sols[0].name if sols else "some_solution"):
+            ts.add_trace(t)  # in memory: add_traces would write into the source dataset
     ts.to_path(dst)
     return ts
 

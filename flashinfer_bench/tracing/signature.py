@@ -1,6 +1,7 @@
 """Normalise a call's arguments to positions in the definition's order (inputs, then outputs).
 
-Shared by apply's dispatcher and the tracer. Only calls that pass keyword arguments pay for it.
+Shared by the tracer and apply's dispatcher (apply sits on tracing). Only calls that pass keyword
+arguments pay for it.
 """
 from __future__ import annotations
 

@@ -1,0 +1,58 @@
+"""The workflow's job server: the build zygote (`compile/zygote.py`) that also forks the workflow's
+validate, compile, aggregate and report jobs (`pipeline/job_main.py`).
+
+Such a job's Python start with pydantic, pandas and the report code imported is most of what it
+costs (a report job 1.2-1.7 s, 0.3 s of it work), so a running server runs it in a fork instead:
+the child gets the job's stdin/stdout/stderr (passed over the socket), working directory,
+environment and argv, and its exit status becomes the job's. Builds are served as by the plain
+zygote. A local run starts the server when it starts (`turn_on`: the Snakefile's onstart, and
+`flashinfer-bench run` on a GPU box), so its imports overlap Snakemake's own start-up.
+
+    python -m flashinfer_bench.pipeline.job_server --socket PATH      # (started by `turn_on`)
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Dict, List, Optional
+
+from flashinfer_bench.compile import zygote
+
+# What the workflow's jobs import, loaded once while the server waits (builds need only torch).
+PRELOAD = ("flashinfer_bench.pipeline.jobs", "flashinfer_bench.compile.build", "pandas", "flashinfer_bench.report.html")
+
+
+def turn_on() -> None:
+    """For a local run: builds and workflow jobs of this process and its children fork from the
+    job server, started now in the background; unless the environment says FIB_BUILD_ZYGOTE=0."""
+    if os.environ.get("FIB_BUILD_ZYGOTE", "1") == "0":
+        return
+    os.environ["FIB_BUILD_ZYGOTE"] = "1"
+    zygote.ensure_started("flashinfer_bench.pipeline.job_server")
+
+
+def _job_main_child(req: Dict, fds: List[int]) -> int:
+    """Become the workflow job of `req`: the caller's stdio, cwd, environment and argv."""
+    for target, fd in enumerate(fds[:3]):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    sys.argv = ["job_main.py", *req["job_main"]]
+    from . import job_main
+
+    return job_main.main(list(req["job_main"]))
+
+
+def main(argv: Optional[list] = None) -> int:
+    return zygote.main(argv, handlers={"job_main": _job_main_child}, preload=PRELOAD)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
