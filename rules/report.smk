@@ -31,8 +31,9 @@ rule report:
     log:
         f"{RESULTS}/logs/report.log",
     params:
-        skipped=canonical(SKIPPED),
-        problems=canonical([str(p) for p in PLAN.problems]),
+        # functions, so that braces in a message (a file named `a{b}.json`) are not read as wildcards
+        skipped=lambda wc: canonical(SKIPPED),
+        problems=lambda wc: canonical([str(p) for p in PLAN.problems]),
         save_results=config.get("save_results", True),
     localrule: True
     # the skipped pairs and plan problems can be long: onstart writes them to PLAN_NOTES (the

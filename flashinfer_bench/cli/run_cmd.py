@@ -126,13 +126,17 @@ def _precheck(args: argparse.Namespace, dataset: Path, config: dict) -> Tuple[Op
     """(A --definitions / --solutions name that matches nothing, as one line (the workflow's own
     check would end in Snakemake's traceback); the number of dataset errors). The workflow prints
     the problems itself; the count decides the exit status once the good part has run."""
-    from flashinfer_bench.pipeline.plan import build_plan
+    from flashinfer_bench.pipeline.plan import build_plan, unreadable_trace_lines
 
     plan = build_plan(dataset, args.device or "auto", args.definitions, args.solutions, config=config)
     for p in plan.problems:
         if p.path in ("--definitions", "--solutions"):
             return str(p), 0
-    return None, len(plan.errors)
+    # lines of traces/ that cannot be read: aggregation keeps them as they are; say so here
+    bad = unreadable_trace_lines(dataset)
+    for p in bad:
+        print(f"[flashinfer-bench] error: {p} (kept as it is; the other traces are read)", file=sys.stderr)
+    return None, len(plan.errors) + len(bad)
 
 
 _SHOW = re.compile(r"^\[flashinfer-bench\]|steps \(\d+%\) done|^Error in rule|^Exiting because|WorkflowError|^Nothing to be done|MissingInput|^Job \d+ .*failed")
@@ -152,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: dataset directory {dataset} does not exist", file=sys.stderr)
             return 2
         results = Path(args.results or "results")
+        braces = [str(p) for p in (dataset, results.resolve()) if "{" in str(p) or "}" in str(p)]
+        if braces:  # Snakemake would read them as wildcards in every file name of the run
+            print(f"error: {braces[0]} contains '{{' or '}}', which Snakemake reads as a wildcard: "
+                  "use a directory without braces", file=sys.stderr)
+            return 2
         if len(args.local) > 1:
             results = results / dataset.name
         # A config file, not --config: Snakemake reads --config values as strings.

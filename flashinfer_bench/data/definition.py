@@ -132,6 +132,8 @@ class Definition(BaseModel):
             out.append(("reference", f"syntax error{f' at line {e.lineno}' if e.lineno else ''}: {e.msg}"))
         except (RecursionError, MemoryError) as e:  # the parser's limits on nesting
             out.append(("reference", f"cannot be parsed: nested too deeply ({type(e).__name__})"))
+        except UnicodeError:  # a lone surrogate (JSON allows "\ud800")
+            out.append(("reference", "not UTF-8 text (a lone surrogate)"))
         else:
             runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
             if not runs:

@@ -5,8 +5,8 @@
   field takes a number, not a string; a bool field takes `true`/`false`, not `"false"` or `0`.
   numpy scalars count as the numbers they are (Python callers build models from arrays).
 - Names the run uses as file names (definition, op_type, solution, author, workload uuid): one path
-  component, so `../x`, `a/b`, a NUL or a 5000-character name is an error of the file that holds
-  it, not an aborted run.
+  component without braces, so `../x`, `a/b`, `{x}`, a NUL or a 5000-character name is an error of
+  the file that holds it, not an aborted run.
 - Relative paths a dataset names (solution sources, safetensors blobs): no NUL or control
   characters, no component longer than the file system takes, bounded in total.
 """
@@ -93,6 +93,8 @@ def name_problem(value: str) -> Optional[str]:
         return why
     if "/" in value or "\\" in value:
         return "contains a path separator ('/' or '\\'); it names files and directories"
+    if "{" in value or "}" in value:
+        return "contains '{' or '}', which the run's workflow (Snakemake) reads as a wildcard in the file names it makes"
     if value in (".", ".."):
         return f"is {value!r}, which names a directory"
     n = len(value.encode("utf-8"))

@@ -106,6 +106,10 @@ class Solution(BaseModel):
             if norm in seen:
                 out.append(f"sources[{i}].path: duplicate path {src.path!r}")
             seen.add(norm)
+        dirs = {str(d) for s in self.sources for d in PurePosixPath(s.path).parents} - {"."}
+        for i, src in enumerate(self.sources):
+            if str(PurePosixPath(src.path)) in dirs:  # 'a' and 'a/b.py': a build cannot write both
+                out.append(f"sources[{i}].path: {src.path!r} is also the directory of another source")
         if not self.spec.entry_symbol.isidentifier():
             out.append(f"spec.entry_point: {self.spec.entry_symbol!r} is not a function name")
         if self.spec.entry_file not in {str(PurePosixPath(s.path)) for s in self.sources}:

@@ -37,6 +37,7 @@ __all__ = [
     "check_dataset",
     "definition_problems",
     "read_safetensors_header",
+    "run_file_name_problem",
     "solution_problems",
     "validate_dataset",
     "validate_trace_set",
@@ -197,7 +198,7 @@ def solution_problems(s: Solution, definitions: Dict[str, Definition]) -> List[F
     for i, src in enumerate(s.sources):
         if not src.content:
             out.append(_err(f"sources[{i}].content", "empty file (FlashInfer-Bench 0.1.2 refuses it)"))
-    if s.spec.language in (SupportedLanguages.PYTHON, SupportedLanguages.TRITON):
+    if s.spec.language in (SupportedLanguages.PYTHON, SupportedLanguages.TRITON, SupportedLanguages.TILELANG):
         out += _python_entry_problems(s, definitions.get(s.definition))
     return out
 
@@ -272,6 +273,8 @@ def _python_entry_problems(s: Solution, d: Optional[Definition] = None) -> List[
         except SyntaxError as e:
             where = src.path + (f":{e.lineno}" if e.lineno else "")
             out.append(_err(f"sources[{i}].content", f"{where}: syntax error: {e.msg}"))
+        except UnicodeError:  # a lone surrogate (JSON allows "\ud800"): the file cannot even be written
+            out.append(_err(f"sources[{i}].content", f"{src.path}: not UTF-8 text (a lone surrogate)"))
         except (ValueError, RecursionError, MemoryError) as e:
             out.append(_err(f"sources[{i}].content", f"{src.path}: cannot be parsed ({type(e).__name__})"))
     entry = s.get_source(s.spec.entry_file)
@@ -712,6 +715,25 @@ def _broken_definitions(ts: TraceSet) -> set:
     return out
 
 
+def run_file_name_problem(path: str) -> Optional[str]:
+    """Why the run cannot take a dataset file at this path (None when it can): Snakemake, which
+    the run's workflow is, reads '{...}' in a file name as a wildcard (and aborted the whole run)."""
+    if "{" in path or "}" in path:
+        return ("the file name contains '{' or '}', which the run's workflow (Snakemake) reads as a "
+                "wildcard: rename the file (the run leaves it out)")
+    return None
+
+
+def _file_name_problems(root: Path) -> List[Problem]:
+    out = []
+    for sub, pattern in (("definitions", "*.json"), ("solutions", "*.json"), ("workloads", "*.jsonl")):
+        for f in sorted((root / sub).rglob(pattern)):
+            why = run_file_name_problem(str(f.relative_to(root)))
+            if why:
+                out.append(Problem(str(f), why))
+    return out
+
+
 def _sort_key(p: Problem) -> Tuple[str, int]:
     return (p.path, p.line or 0)
 
@@ -734,6 +756,8 @@ def check_dataset(path: Union[str, Path], check_files: bool = True) -> Tuple[Tra
     else:
         return TraceSet(), [Problem(str(path), "no such dataset directory or file")]
     problems = list(ts.problems) + validate_trace_set(ts, check_files, _broken_definitions(ts))
+    if path.is_dir():
+        problems += _file_name_problems(path)
     # one Problem per distinct (place, message): a workload shared by many traces says it once
     unique = list(dict.fromkeys(problems))
     return ts, sorted(unique, key=_sort_key)

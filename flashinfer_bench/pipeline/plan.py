@@ -23,6 +23,7 @@ from flashinfer_bench.data.validate import (
     HeaderCache,
     blob_file,
     definition_problems,
+    run_file_name_problem,
     solution_problems,
     workload_problems,
 )
@@ -108,20 +109,36 @@ class Plan:
         return out
 
 
-def _load_models(root: Path, sub: str, model, problems: List[Problem]):
+def _load_models(root: Path, sub: str, model, problems: List[Problem], failed: Optional[set] = None):
+    """(file, model) per file that loads; a file that does not adds its problems, and its name
+    (the file's stem, and the "name" it gives) to `failed`."""
     out = []
     for f in sorted((root / sub).rglob("*.json")):
+        why = run_file_name_problem(str(f))
+        if why:
+            problems.append(Problem(str(f), why))
+            if failed is not None:
+                failed.add(f.stem)
+                obj, _ = read_json(f)
+                if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+                    failed.add(obj["name"])
+            continue
         obj, probs = read_json(f)
         problems += probs
-        if obj is None:
-            continue
-        if not isinstance(obj, dict):
-            problems.append(Problem(str(f), "expected a JSON object"))
+        if obj is None or not isinstance(obj, dict):
+            if obj is not None:
+                problems.append(Problem(str(f), "expected a JSON object"))
+            if failed is not None:
+                failed.add(f.stem)
             continue
         try:
             out.append((f, model.model_validate(obj)))
         except ValidationError as e:
-            problems += validation_problems(e, str(f))
+            problems += validation_problems(e, str(f), data=obj)
+            if failed is not None:
+                failed.add(f.stem)
+                if isinstance(obj.get("name"), str):
+                    failed.add(obj["name"])
     return out
 
 
@@ -153,11 +170,14 @@ def build_plan(
         probs.append(Problem(str(root), "dataset directory does not exist"))
         return plan
 
-    for f, d in _load_models(root, "definitions", Definition, probs):
+    # definitions whose file has errors (reported once): what depends on them is dropped silently
+    broken: set = set()
+    for f, d in _load_models(root, "definitions", Definition, probs, broken):
         if d.name in plan.definitions:
             probs.append(Problem(str(f), f"duplicate definition {d.name!r} (first in {plan.definition_files[d.name]})", field="name"))
             continue
         if _located(definition_problems(d), f, probs):
+            broken.add(d.name)
             continue
         plan.definitions[d.name] = d
         plan.definition_files[d.name] = f
@@ -174,6 +194,10 @@ def build_plan(
             continue
         if s.definition in valid_definitions and s.definition not in plan.definitions:
             continue  # its definition is not selected
+        if s.definition in broken and s.definition not in valid_definitions:
+            # its definition's errors are reported; only the solution's own are added
+            _located([x for x in solution_problems(s, {}) if x.field != "definition"], f, probs)
+            continue
         if _located(solution_problems(s, valid_definitions), f, probs):
             continue
         plan.solutions[s.name] = s
@@ -191,6 +215,10 @@ def build_plan(
     missing_blobs = str(config.get("missing_blobs") or "error")
     specs = {name: _input_specs(d, config, plan.device) for name, d in plan.definitions.items()}
     for f in sorted((root / "workloads").rglob("*.jsonl")):
+        why = run_file_name_problem(str(f))
+        if why:
+            probs.append(Problem(str(f), why))
+            continue
         for line, obj, lp in iter_jsonl(f):
             probs += lp
             if obj is None:
@@ -202,6 +230,8 @@ def build_plan(
                 continue
             d = plan.definitions.get(t.definition)
             if d is None:
+                if t.definition not in valid_definitions and t.definition not in broken:
+                    probs.append(Problem(str(f), f"unknown definition {t.definition!r}", line, "definition"))
                 continue
             wl = t.workload
             found = workload_problems(d, wl, root, headers, wl.model_fields_set, specs[d.name], missing_blobs)
@@ -236,6 +266,19 @@ def build_plan(
                     continue
             plan.jobs.append(Job(d.name, s.name, uuid, wl_json))
     return plan
+
+
+def unreadable_trace_lines(dataset: Path) -> List[Problem]:
+    """Lines of <dataset>/traces/*.jsonl that are not UTF-8 text, not JSON or not a JSON object,
+    each located by file and line. Aggregation keeps such lines as they are and reads the others;
+    `validate` also checks the lines that do parse against the trace format."""
+    out: List[Problem] = []
+    for f in sorted((Path(dataset) / "traces").rglob("*.jsonl")):
+        for line, obj, lp in iter_jsonl(f):
+            out += lp
+            if obj is not None and not isinstance(obj, dict):
+                out.append(Problem(str(f), f"expected a JSON object, got {type(obj).__name__}", line))
+    return out
 
 
 def _input_specs(d: Definition, config: Dict[str, Any], device: str) -> Dict[str, Dict[str, Any]]:
