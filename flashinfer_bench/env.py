@@ -36,3 +36,20 @@ def tracing_enabled() -> bool:
 
 def apply_enabled() -> bool:
     return _truthy(_first("FLASHINFER_BENCH_ENABLE_APPLY", "FIB_ENABLE_APPLY"))
+
+
+# FlashInfer-Bench 0.1.2's names for the same settings (its defaults differ: the seeds' win)
+def get_fib_dataset_path() -> Path:
+    return dataset_path()
+
+
+def get_fib_cache_path() -> Path:
+    return cache_path()
+
+
+def get_fib_enable_apply() -> bool:
+    return apply_enabled()
+
+
+def get_fib_enable_tracing() -> bool:
+    return tracing_enabled()

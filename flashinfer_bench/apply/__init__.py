@@ -17,10 +17,11 @@ from .api import (
     reset_stats,
     stats,
 )
-from .config import ApplyConfig
+from .config import ApplyConfig, ApplyConfigRegistry, get_default_registry
 from .runtime import FALLBACK, ApplyRuntime, ApplyWarning
 
 __all__ = [
     "FALLBACK", "ApplyConfig", "ApplyRuntime", "ApplyWarning", "active_runtime", "apply",
     "disable_apply", "dispatch_table", "enable_apply", "hardware_name", "reset_stats", "stats",
+    "ApplyConfigRegistry", "get_default_registry",  # FlashInfer-Bench 0.1.2's names
 ]

@@ -16,7 +16,7 @@ from flashinfer_bench.tracing import _state as _tracing
 from flashinfer_bench.tracing import enable_tracing
 
 from . import _state
-from .config import ApplyConfig
+from .config import ApplyConfig, ApplyConfigRegistry, as_apply_config
 from .runtime import ApplyRuntime, ApplyWarning
 
 
@@ -33,20 +33,21 @@ def _load(source: Union[TraceSet, str, Path, None]) -> TraceSet:
 
 def enable_apply(
     trace_set_or_dataset_path: Union[TraceSet, str, Path, None] = None,
-    config: Optional[ApplyConfig] = None,
+    config: Union[ApplyConfig, ApplyConfigRegistry, None] = None,
     *,
     dataset_path: Union[str, Path, None] = None,
-    apply_config: Optional[ApplyConfig] = None,
+    apply_config: Union[ApplyConfig, ApplyConfigRegistry, None] = None,
 ) -> ApplyRuntime:
     """Route @apply calls to the best measured solutions; also a context manager.
 
-    Builds every solution that wins some key now, so no build happens on a hot call. The source
-    is a TraceSet, a dataset directory, a bundle file, or (None) FLASHINFER_BENCH_DATASET_PATH /
-    FIB_DATASET_PATH. `dataset_path=` and `apply_config=` are upstream's spellings.
+    Builds every solution that wins some key now (the top `aot_ratio` of them), so no build
+    happens on a hot call. The source is a TraceSet, a dataset directory, a bundle file, or
+    (None) FLASHINFER_BENCH_DATASET_PATH / FIB_DATASET_PATH. `dataset_path=` and `apply_config=`
+    are upstream's spellings; so is an ApplyConfigRegistry for the config.
     """
     source = trace_set_or_dataset_path if trace_set_or_dataset_path is not None else dataset_path
     ts = _load(source)
-    rt = ApplyRuntime(ts, config or apply_config, source=str(source) if source is not None else "")
+    rt = ApplyRuntime(ts, as_apply_config(config or apply_config), source=str(source) if source is not None else "")
     _state.push(rt)
     return rt
 

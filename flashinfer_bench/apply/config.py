@@ -1,12 +1,14 @@
 """ApplyConfig: how apply() picks a solution and what it does on a miss."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Literal, Optional, Sequence
+from typing import Dict, Literal, Optional, Sequence, Union
 
 MissPolicy = Literal["nearest", "definition_best", "fallback"]
 _POLICIES = ("nearest", "definition_best", "fallback")
+# FlashInfer-Bench 0.1.2's on_miss_policy values and ours
+_UPSTREAM_POLICIES = {"fallback_only": "fallback", "use_def_best": "definition_best"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,11 @@ class ApplyConfig:
       shape, the other dtypes) is validated on the first call of each key only. True puts every
       tensor's shape and dtype in the key (about 0.1-0.3 us more per tensor).
     per_definition: overrides by definition name (an ApplyConfig each).
+    on_miss_policy: FlashInfer-Bench 0.1.2's spelling of on_miss, which it sets when given:
+      "fallback_only" (= "fallback") or "use_def_best" (= "definition_best").
+    aot_ratio: as in 0.1.2, the share of a definition's winners (ranked by the keys they win)
+      built at enable, at least one when > 0; the others are built at the first call that
+      routes to them. 1.0 (default) builds every winner ahead of time, 0.0 none.
     """
 
     on_miss: MissPolicy = "nearest"
@@ -45,8 +52,18 @@ class ApplyConfig:
     cache_dir: Optional[Path] = None
     strict_key: bool = False
     per_definition: Dict[str, "ApplyConfig"] = field(default_factory=dict)
+    on_miss_policy: Optional[str] = None
+    aot_ratio: float = 1.0
 
     def __post_init__(self) -> None:
+        if self.on_miss_policy is not None:
+            if self.on_miss_policy not in _UPSTREAM_POLICIES:
+                raise ValueError(
+                    f"on_miss_policy must be one of {tuple(_UPSTREAM_POLICIES)}, got {self.on_miss_policy!r}"
+                )
+            object.__setattr__(self, "on_miss", _UPSTREAM_POLICIES[self.on_miss_policy])
+        if not 0.0 <= self.aot_ratio <= 1.0:
+            raise ValueError(f"aot_ratio must be within [0, 1], got {self.aot_ratio!r}")
         if self.on_miss not in _POLICIES:
             raise ValueError(f"on_miss must be one of {_POLICIES}, got {self.on_miss!r}")
         if not self.max_log2_distance >= 0:
@@ -54,3 +71,49 @@ class ApplyConfig:
 
     def for_definition(self, name: str) -> "ApplyConfig":
         return self.per_definition.get(name, self)
+
+
+@dataclass
+class ApplyConfigRegistry:
+    """FlashInfer-Bench 0.1.2's per-definition configs. `default` serves definitions not
+    registered; without it only the registered definitions are applied. enable_apply takes one
+    wherever it takes an ApplyConfig (see `as_apply_config`)."""
+
+    default: Optional[ApplyConfig] = None
+    per_definition: Dict[str, ApplyConfig] = field(default_factory=dict)
+
+    def get(self, def_name: str) -> Optional[ApplyConfig]:
+        """The config of a definition; None when it is not applied."""
+        return self.per_definition.get(def_name, self.default)
+
+    def register(self, def_name: str, config: ApplyConfig, *, override: bool = False) -> "ApplyConfigRegistry":
+        """Set one definition's config (ValueError if it has one and override is False)."""
+        if not override and def_name in self.per_definition:
+            raise ValueError(f"definition {def_name!r} already has a config; pass override=True to replace it")
+        self.per_definition[def_name] = config
+        return self
+
+    def register_many(self, configs: Dict[str, ApplyConfig], *, override: bool = False) -> "ApplyConfigRegistry":
+        """Set several definitions' configs at once (nothing is set if one conflicts)."""
+        taken = sorted(set(configs) & set(self.per_definition))
+        if taken and not override:
+            raise ValueError(f"definitions {taken} already have a config; pass override=True to replace them")
+        self.per_definition.update(configs)
+        return self
+
+    def to_config(self) -> ApplyConfig:
+        """The same choices as one ApplyConfig: the default with per-definition overrides, or, without
+        a default, defaults limited to the registered definitions."""
+        base = self.default if self.default is not None else ApplyConfig(definitions=tuple(self.per_definition))
+        return replace(base, per_definition={**base.per_definition, **self.per_definition})
+
+
+def get_default_registry() -> ApplyConfigRegistry:
+    """A registry that applies every definition with the default ApplyConfig (0.1.2's preset; a
+    new one each call, so registering into it changes nobody else's)."""
+    return ApplyConfigRegistry(default=ApplyConfig())
+
+
+def as_apply_config(config: Union[ApplyConfig, ApplyConfigRegistry, None]) -> Optional[ApplyConfig]:
+    """What enable_apply accepts as a config (0.1.2 takes a registry too), as one ApplyConfig."""
+    return config.to_config() if isinstance(config, ApplyConfigRegistry) else config

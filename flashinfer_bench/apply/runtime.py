@@ -8,6 +8,7 @@ solution by the table and the miss policy) and memoises the answer under that si
 from __future__ import annotations
 
 import operator
+from collections import Counter
 import os
 import traceback
 import warnings
@@ -264,7 +265,7 @@ class Dispatcher:
         solution = self.runtime._choose(self, axes)
         if solution is None:
             return _Route(None, FALLBACK, axes)
-        built = self.runtime._built.get(solution)
+        built = self.runtime._built.get(solution) or self.runtime.build_late(solution, d)
         if built is None:
             return _Route(None, FALLBACK, axes)
         return self._adapt(built, dps, axes, solution)
@@ -316,7 +317,11 @@ class ApplyRuntime:
         return [d for n, d in self.trace_set.definitions.items() if allow is None or n in allow]
 
     def _needed(self, table: DefinitionTable, cfg: ApplyConfig) -> Set[str]:
-        need = set(table.winners.values())
+        """The solutions built at enable: the top aot_ratio of the winners by keys won (0.1.2's
+        rule: at least one when the ratio is > 0), and the definition's best for its miss policy.
+        The rest are built by `build_late` at the first call routed to them."""
+        ranked = [s for s, _ in Counter(table.winners.values()).most_common()]
+        need = set(ranked[: max(1, int(len(ranked) * cfg.aot_ratio))] if cfg.aot_ratio > 0 else ())
         if cfg.on_miss == "definition_best" and table.best:
             need.add(table.best)
         return need
@@ -341,6 +346,8 @@ class ApplyRuntime:
         if not any(t.winners for t in self.tables.values()):
             if self.failed:
                 why = f"every measured solution failed to build or load ({sorted(self.failed)})"
+            elif not defs and self.trace_set.definitions:
+                why = f"the config selects none of the definitions in {self.source}"
             else:
                 others = sorted(set(self.trace_set.hardware()) - {self.hardware})
                 why = f"no PASSED traces for hardware {self.hardware!r} in {self.source}" + (
@@ -386,6 +393,14 @@ class ApplyRuntime:
                 continue
             self._built[name] = _Built(name, runnable)
 
+    def build_late(self, solution: str, definition: Definition) -> Optional[_Built]:
+        """Build a winner left out at enable (aot_ratio < 1) when a call first routes to it; None
+        (the call falls back, with one warning) when it fails or failed before."""
+        if solution in self.failed or self.trace_set.get_solution(solution) is None:
+            return None
+        self._build_all([(solution, definition.name)])
+        return self._built.get(solution)
+
     # ------------------------------------------------------------------ call-time helpers
     def _choose(self, disp: Dispatcher, axes: Key) -> Optional[str]:
         table = disp.table
@@ -430,7 +445,9 @@ class ApplyRuntime:
     def _unknown(self, name: str, fallback: Optional[Callable[..., Any]], args: tuple, kwargs: Dict[str, Any]) -> Any:
         self._warn_once(
             ("unknown", name),
-            f"apply: definition {name!r} is not in {self.source}; using the fallback.",
+            f"apply: definition {name!r} is "
+            + ("not selected by the config" if name in self.trace_set.definitions else f"not in {self.source}")
+            + "; using the fallback.",
         )
         if fallback is None:
             raise RuntimeError(f"apply({name!r}): no solution and no fallback")
