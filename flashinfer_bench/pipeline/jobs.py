@@ -24,6 +24,7 @@ from flashinfer_bench.data.io import (
     validation_problems,
 )
 from flashinfer_bench.data.trace_files import merge_traces  # the one merge rule of traces/ files
+from flashinfer_bench.report.units import fmt_latency, fmt_speedup, workload_label
 
 log = logging.getLogger("flashinfer_bench.pipeline")
 
@@ -156,14 +157,14 @@ def _worker_dir() -> Path:
 
 def _describe(trace: Trace, wall: float) -> str:
     ev = trace.evaluation
-    what = f"{trace.solution} x {trace.workload.uuid}"
+    what = f"{trace.solution} x {workload_label(dict(trace.workload.axes), trace.workload.uuid)}"
     if ev is None:
         return f"{what}: no evaluation"
     if ev.status == "PASSED" and ev.performance is not None:
         perf = ev.performance
         return (
-            f"{what}: PASSED {perf.latency_ms * 1e3:.2f} us "
-            f"(reference {perf.reference_latency_ms * 1e3:.2f} us, {perf.speedup_factor:.2f}x) [{wall:.2f} s]"
+            f"{what}: PASSED {fmt_latency(perf.latency_ms)} "
+            f"(reference {fmt_latency(perf.reference_latency_ms)}, {fmt_speedup(perf.speedup_factor)}) [{wall:.2f} s]"
         )
     first = (ev.log or "").strip().splitlines()
     return f"{what}: {ev.status.value}{': ' + first[-1][:160] if first else ''} [{wall:.2f} s]"
@@ -213,17 +214,14 @@ def report_job(
         if d.get("status") != "OK":
             skipped.append({"definition": "", "solution": Path(b).stem, "workload": "*", "reason": f"build {d.get('status')}: {(d.get('log') or '').strip()[:300]}"})
     problems = json.loads(problems_json)
-    from .summary import plain_summary
+    try:  # the summary `run` ends with and the HTML report, from one summary of the traces
+        from flashinfer_bench.report.html import write_stage_report
+    except ImportError as e:  # the report extra (pandas) is optional: the plain summary instead
+        from .summary import plain_summary
 
-    text = plain_summary(ts, skipped, problems)
-    atomic_write_text(summary_out, text)
-    try:
-        from flashinfer_bench.report import write_report
-    except ImportError as e:  # the report package is optional at this stage
-        log_msg = f"HTML report unavailable: {e}"
+        text = plain_summary(ts, skipped, problems)
+        atomic_write_text(summary_out, text)
+        log_msg = f"HTML report unavailable: {e} (pip install 'flashinfer-bench[report]')"
         atomic_write_text(html_out, f"<html><body><pre>{log_msg}\n\n{text}</pre></body></html>\n")
         return
-    write_report(ts, Path(html_out).parent, skipped=skipped)
-    produced = Path(html_out).parent / "index.html"
-    if produced != Path(html_out) and produced.exists():
-        produced.replace(html_out)
+    write_stage_report(ts, summary_out, html_out, skipped, problems)

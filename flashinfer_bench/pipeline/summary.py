@@ -6,19 +6,18 @@ from collections import Counter, defaultdict
 from typing import Dict, List
 
 from flashinfer_bench.data import TraceSet
-
-
-def _fmt_us(ms: float) -> str:
-    if ms is None or not math.isfinite(ms):
-        return "-"
-    return f"{ms * 1e3:.2f}"
+from flashinfer_bench.report.units import fmt_speedup, fmt_us, shorten, workload_label
 
 
 def plain_summary(ts: TraceSet, skipped: List[Dict], problems: List[str]) -> str:
+    """The summary without the report extra (pandas): every (solution, workload) result of each
+    definition and device in the units and names of the report (microseconds, speedups with
+    significant digits, workloads by their axes), lines cut to 120 columns."""
     s = ts.summary()
     lines = [
         f"Traces: {s['traces']} total, {s['passed']} passed, {s['failed']} failed"
         + (f" ({', '.join(f'{k} {v}' for k, v in sorted(s['by_status'].items()))})" if s["by_status"] else ""),
+        "Latency in microseconds (us); speedup = reference latency / solution latency.",
     ]
     for dname in sorted(ts.definitions):
         for hw in sorted({t.evaluation.environment.hardware for t in ts.traces_for(dname) if t.evaluation}):
@@ -28,17 +27,22 @@ def plain_summary(ts: TraceSet, skipped: List[Dict], problems: List[str]) -> str
                 k = (t.solution, t.workload.uuid)
                 if k not in latest or t.evaluation.timestamp >= latest[k].evaluation.timestamp:
                     latest[k] = t
-            lines.append("")
-            lines.append(f"{dname} on {hw}")
-            lines.append(f"  {'solution':34s} {'workload':28s} {'status':20s} {'latency us':>11s} {'speedup':>8s}")
+            rows = []
             for (sol, uuid), t in sorted(latest.items(), key=lambda kv: (kv[0][0] or "", _axis_order(kv[1]))):
                 ev = t.evaluation
-                lat = ev.performance.latency_ms if ev.performance else None
-                sp = f"{ev.performance.speedup_factor:.2f}x" if ev.performance else "-"
-                lines.append(f"  {sol:34s} {uuid:28s} {ev.status.value:20s} {_fmt_us(lat):>11s} {sp:>8s}")
+                perf = ev.performance
+                rows.append((sol or "", workload_label(dict(t.workload.axes), uuid), ev.status.value,
+                             fmt_us(perf.latency_ms) if perf else "", fmt_speedup(perf.speedup_factor) if perf else ""))
+            head = ("solution", "workload", "status", "latency (us)", "vs ref")
+            w = [min(max(len(r[i]) for r in rows + [head]), cap) for i, cap in enumerate((28, 48, 13, 12, 8))]
+            lines.append("")
+            lines.append(shorten(f"{dname} on {hw}", 120))
+            for r in [head] + rows:
+                cells = [shorten(x, w[i]) for i, x in enumerate(r)]
+                lines.append("  " + "  ".join(c.ljust(w[i]) if i < 3 else c.rjust(w[i]) for i, c in enumerate(cells)).rstrip())
             wins = Counter(t.solution for t in ts.best_traces(dname, hw).values())
             if wins:
-                lines.append("  wins: " + ", ".join(f"{k} {v}" for k, v in wins.most_common()))
+                lines.append(shorten("  wins: " + ", ".join(f"{k} {v}" for k, v in wins.most_common()), 120))
     if skipped:
         lines.append("")
         lines.append(f"Skipped ({len(skipped)}):")
@@ -46,11 +50,11 @@ def plain_summary(ts: TraceSet, skipped: List[Dict], problems: List[str]) -> str
         for x in skipped:
             reasons[(x.get("solution"), x.get("reason"))].append(x.get("workload"))
         for (sol, why), wls in sorted(reasons.items(), key=lambda kv: str(kv[0])):
-            lines.append(f"  {sol}: {why} [{len(wls)} workload(s)]")
+            lines.append(shorten(f"  {sol}: {why} [{len(wls)} workload(s)]", 120))
     if problems:
         lines.append("")
         lines.append(f"Dataset problems ({len(problems)}):")
-        lines += [f"  {p}" for p in problems]
+        lines += [shorten(f"  {p}", 120) for p in problems]
     return "\n".join(lines) + "\n"
 
 

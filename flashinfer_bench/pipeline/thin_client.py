@@ -67,12 +67,16 @@ def _parse_args(argv: list) -> SimpleNamespace:
 
 
 def _progress(trace: dict, wall: float) -> str:
+    """One line per evaluated pair, in the units and names of the report (report/units.py,
+    loaded by path: stdlib only)."""
+    u = sys.modules.get("_fib_units") or _load("_fib_units", _PKG / "report" / "units.py")
     ev = trace.get("evaluation") or {}
-    what = f"{trace.get('solution')} x {trace.get('workload', {}).get('uuid')}"
+    wl = trace.get("workload") or {}
+    what = f"{trace.get('solution')} x {u.workload_label(wl.get('axes') or {}, wl.get('uuid') or '')}"
     perf = ev.get("performance")
     if ev.get("status") == "PASSED" and perf:
-        return (f"{what}: PASSED {perf['latency_ms'] * 1e3:.2f} us (reference {perf['reference_latency_ms'] * 1e3:.2f} us, "
-                f"{perf['speedup_factor']:.2f}x) [{wall:.2f} s]")
+        return (f"{what}: PASSED {u.fmt_latency(perf.get('latency_ms'))} (reference {u.fmt_latency(perf.get('reference_latency_ms'))}, "
+                f"{u.fmt_speedup(perf.get('speedup_factor'))}) [{wall:.2f} s]")
     last = (ev.get("log") or "").strip().splitlines()
     return f"{what}: {ev.get('status')}{': ' + last[-1][:160] if last else ''} [{wall:.2f} s]"
 

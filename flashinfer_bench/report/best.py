@@ -16,6 +16,7 @@ from typing import Any, Dict, List
 import pandas as pd
 
 from .frame import rows_of
+from .units import fmt_us
 
 BEST_COLUMNS = [
     "definition", "hardware", "workload_label", "batch", "winner", "author", "latency_ms",
@@ -60,13 +61,15 @@ def within_noise(a: pd.Series, b: pd.Series) -> Any:
 
 
 def _spread_text(r: pd.Series) -> str:
+    """The winner's spread, in microseconds: "p10-p90 4.95-5.05 us", else "IQR 0.31 us", else
+    "IQR 3.0%"."""
     p = _interval(r, "latency_ms_p10", "latency_ms_p90")
     if p:
-        return f"p10-p90 {p[0]:.4g}-{p[1]:.4g} ms"
+        return f"p10-p90 {fmt_us(p[0])}-{fmt_us(p[1])} us"
     if _fin(r["iqr_ms"]):
-        return f"IQR {r['iqr_ms']:.3g} ms"
+        return f"IQR {fmt_us(r['iqr_ms'])} us"
     if _fin(r["rel_iqr"]):
-        return f"rel IQR {100 * r['rel_iqr']:.1f}%"
+        return f"IQR {100 * r['rel_iqr']:.1f}%"
     return ""
 
 
@@ -90,7 +93,11 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=BEST_COLUMNS)
     # plain dicts, grouped in order of first appearance (a pandas groupby costs more than the work)
     groups: Dict[tuple, List[Dict[str, Any]]] = {}
-    for r in rows_of(df):
+    cols = ["definition", "hardware", "workload", "workload_label", "batch", "solution", "author", "status", "timed",
+            "latency_ms", "latency_ms_p10", "latency_ms_p90", "iqr_ms", "rel_iqr", "samples", "speedup",
+            "speedup_vs_baseline", "max_abs_error", "max_rel_error", "flags", "noisy", "suspect", "pct_of_peak_bw",
+            "solution_known"]
+    for r in rows_of(df, cols):
         groups.setdefault((r["definition"], r["hardware"], r["workload"]), []).append(r)
     for (d, hw, wl), g in groups.items():
         first = g[0]

@@ -14,6 +14,7 @@ import pandas as pd
 from flashinfer_bench.data import Definition, EvaluationStatus, ShapeError, Trace, TraceSet
 
 from .roofline import achieved, datasheet_peak_gbps, measured_peaks, percent
+from .units import workload_label
 
 BASELINE_AUTHOR = "baseline"
 
@@ -55,7 +56,7 @@ def batch_axis(definition: Optional[Definition], axes: Dict[str, int]) -> Option
 
 
 def _axes_text(axes: Dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in axes.items())
+    return workload_label(axes)
 
 
 def _bytes_and_flops(definition: Optional[Definition], axes: Dict[str, int]) -> tuple:
@@ -74,12 +75,37 @@ def _bytes_and_flops(definition: Optional[Definition], axes: Dict[str, int]) -> 
     return b, f
 
 
-def _row(ts: TraceSet, t: Trace) -> Dict[str, Any]:
+def _meta(ts: TraceSet, t: Trace, cache: Dict[Any, Any]) -> tuple:
+    """What a row takes from its definition, solution and workload, once per distinct one:
+    thousands of traces (devices, re-runs) share a few of each."""
+    key = ("s", t.definition, t.solution)
+    sol = cache.get(key)
+    if sol is None:
+        d = ts.get_definition(t.definition)
+        s = ts.get_solution(t.solution or "")
+        sol = cache[key] = {
+            "op_type": d.op_type if d is not None else "", "definition_known": d is not None,
+            "author": s.author if s is not None else "", "language": str(s.spec.language) if s is not None else "",
+            "solution_known": s is not None, "is_baseline": s is not None and s.author.lower() == BASELINE_AUTHOR,
+        }
+    axes = t.workload.axes
+    wkey = ("w", t.definition, t.workload.uuid, tuple(axes.items()))
+    wl = cache.get(wkey)
+    if wl is None:
+        d = ts.get_definition(t.definition)
+        ax = dict(axes)
+        bax = batch_axis(d, ax)
+        b, f = _bytes_and_flops(d, ax)
+        wl = cache[wkey] = {
+            "workload_label": workload_label(ax, t.workload.uuid[:8]), "batch_axis": bax or "",
+            "batch": num(ax.get(bax)) if bax else math.nan, "axes": _axes_text(ax), "_bytes": b, "_flops": f,
+        }
+    return sol, wl
+
+
+def _row(ts: TraceSet, t: Trace, cache: Optional[dict] = None) -> Dict[str, Any]:
     ev = t.evaluation
-    d = ts.get_definition(t.definition)
-    s = ts.get_solution(t.solution or "")
-    axes = dict(t.workload.axes)
-    bax = batch_axis(d, axes)
+    sol, wl = _meta(ts, t, cache if cache is not None else {})
     extra = dict(ev.extra) if ev is not None else {}
     env = ev.environment if ev is not None else None
     env_extra = dict(env.model_extra or {}) if env is not None else {}
@@ -93,7 +119,7 @@ def _row(ts: TraceSet, t: Trace) -> Dict[str, Any]:
         speed = math.nan
     passed = ev is not None and ev.status == EvaluationStatus.PASSED
     timed = passed and _pos(lat)
-    b, f = _bytes_and_flops(d, axes)
+    b, f = wl["_bytes"], wl["_flops"]
     if _pos(num(extra.get("bytes"))):
         b = num(extra.get("bytes"))
     if _pos(num(extra.get("flops"))):
@@ -103,20 +129,20 @@ def _row(ts: TraceSet, t: Trace) -> Dict[str, Any]:
         flags = [str(flags)]
     return {
         "definition": t.definition,
-        "op_type": d.op_type if d is not None else "",
-        "definition_known": d is not None,
+        "op_type": sol["op_type"],
+        "definition_known": sol["definition_known"],
         "solution": t.solution or "",
-        "author": s.author if s is not None else "",
-        "language": str(s.spec.language) if s is not None else "",
-        "solution_known": s is not None,
-        "is_baseline": s is not None and s.author.lower() == BASELINE_AUTHOR,
+        "author": sol["author"],
+        "language": sol["language"],
+        "solution_known": sol["solution_known"],
+        "is_baseline": sol["is_baseline"],
         "hardware": env.hardware if env is not None else "unknown",
         "device": str(env_extra.get("device", "")),
         "workload": t.workload.uuid,
-        "workload_label": _axes_text(axes) or t.workload.uuid[:8],
-        "batch_axis": bax or "",
-        "batch": num(axes.get(bax)) if bax else math.nan,
-        "axes": _axes_text(axes),
+        "workload_label": wl["workload_label"],
+        "batch_axis": wl["batch_axis"],
+        "batch": wl["batch"],
+        "axes": wl["axes"],
         "status": status,
         "passed": passed,
         "timed": timed,
@@ -200,7 +226,8 @@ def rows_of(df: pd.DataFrame, cols: Optional[Sequence[str]] = None) -> List[Dict
 def traces_frame(ts: TraceSet) -> pd.DataFrame:
     """One row per result trace; of repeated results for the same (definition, solution,
     workload, hardware) only the newest is kept (an older run is history, not a second sample)."""
-    rows = [_row(ts, t) for t in ts.all_traces() if not t.is_workload]
+    cache: dict = {}
+    rows = [_row(ts, t, cache) for t in ts.all_traces() if not t.is_workload]
     _fill_roofline(rows)
     df = pd.DataFrame(rows, columns=COLUMNS)
     if df.empty:

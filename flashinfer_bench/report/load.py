@@ -6,8 +6,9 @@ timestamp) are dropped so a dataset passed twice is not counted twice.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Iterable, Sequence, Set, Tuple, Union
+from typing import Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from flashinfer_bench.data import Problem, TraceSet, trace_key
 
@@ -62,3 +63,63 @@ def load_paths(paths: Sequence[PathLike]) -> TraceSet:
         else:
             sets.append(TraceSet.from_path(p))
     return merge_trace_sets(sets)
+
+
+def explain_no_traces(paths: Sequence[PathLike], ts: Optional[TraceSet] = None) -> str:
+    """Why a report has no result traces, for a person: per path, which trace files were read and
+    what their lines were (workload lines without an evaluation, lines that did not parse), or
+    that there is no traces/ folder at all."""
+    parts: List[str] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_file():
+            parts.append(f"{p} (a TraceSet bundle) holds no result trace")
+            continue
+        tdir = p / "traces"
+        if not tdir.is_dir():
+            parts.append(f"{p} has no traces/ folder: nothing has been benchmarked into it yet "
+                         f"(flashinfer-bench run --local {p})")
+            continue
+        files = sorted(tdir.rglob("*.jsonl"))
+        if not files:
+            others = sorted(x.name for x in tdir.rglob("*") if x.is_file())[:3]
+            parts.append(f"{tdir} holds no *.jsonl file" + (f" (only {', '.join(others)})" if others else ""))
+            continue
+        lines = empty = no_eval = bad = results = 0
+        for f in files:
+            try:
+                text = f.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                bad += 1
+                continue
+            for line in text.splitlines():
+                lines += 1
+                if not line.strip():
+                    empty += 1
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    bad += 1
+                    continue
+                if not isinstance(obj, dict):
+                    bad += 1
+                elif not obj.get("evaluation"):
+                    no_eval += 1
+                else:
+                    results += 1
+        names = ", ".join(str(f.relative_to(p)) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+        what = [f"{no_eval} without an evaluation (workload lines, not results)"] if no_eval else []
+        if bad:
+            what.append(f"{bad} that did not parse as JSON objects")
+        if results:
+            what.append(f"{results} with an evaluation that failed validation (see the loading problems)")
+        if empty == lines:
+            what = ["all empty"]
+        parts.append(f"read {len(files)} trace file(s) under {tdir} ({names}): {lines} line(s), "
+                     + (", ".join(what) if what else "none of them a result"))
+    if not parts:
+        parts.append("no dataset path was given (an in-memory TraceSet without traces)")
+    problems = [x for x in (ts.problems if ts is not None else []) if "traces" in str(getattr(x, "path", ""))]
+    tail = f" First loading problem: {problems[0]}" if problems else ""
+    return "No result traces: " + "; ".join(parts) + "." + tail

@@ -1,16 +1,24 @@
-"""SVG plots for one (definition, hardware) group: latency, speedup and share of peak bandwidth
-against the batch axis (the definition's first var axis), one line per solution.
+"""Plots for one (definition, hardware) group, drawn with matplotlib: latency, speedup and share of
+peak bandwidth against the batch axis (the definition's first var axis), one line per solution.
 
-Drawn by the standard-library writer in svgplot (no matplotlib: importing it and drawing with it
-cost seconds on the report's critical path). Each plot is a standalone SVG document, as UTF-8
-bytes; None where there is nothing to plot.
+matplotlib is imported here on first use only (`_mpl`), never by `import flashinfer_bench.report`:
+its import costs ~0.3 s, which the text reports do not need. No pyplot and no global backend:
+each plot is a `Figure` printed by the SVG backend (`FigureCanvasSVG`), so nothing here changes the
+backend of a notebook that imports us, and nothing opens a window. Each plot is a standalone SVG
+document (UTF-8 bytes, text kept as text, stable ids: the same data gives the same bytes); None
+where there is nothing to plot.
+
+Drawing cost is kept at ~25 ms a plot (the report stage's budget is under 1 s warm): fixed axes
+rectangle (no tight_layout), major ticks only, tick positions chosen here (the data's batch sizes;
+1-2-5 on log y) with plain-number labels (no mathtext), legend outside the axes.
 """
 from __future__ import annotations
 
+import io
 import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .svgplot import HLine, Plot, Series, render
+from .units import LATENCY_UNIT_HTML, shorten
 
 MARKERS = "os^Dvp*hX<>"
 PLOT_KINDS = ("latency", "speedup", "peak_bw")
@@ -18,9 +26,46 @@ EXT = "svg"
 MIME = "image/svg+xml"
 COLUMNS = ("workload", "workload_label", "solution", "batch", "batch_axis", "timed", "latency_ms",
            "latency_ms_p10", "latency_ms_p90", "reference_latency_ms", "speedup", "pct_of_peak_bw")
+SIZE_IN = (6.4, 4.0)  # inches at 72 pt each: 460.8 x 288 pt, ~614 x 384 CSS px
+RC = {
+    "svg.fonttype": "none",  # text as <text>: searchable, smaller, and half the drawing time of glyph paths
+    "svg.hashsalt": "flashinfer-bench",  # ids from a fixed salt: same data, same bytes
+    "font.size": 9.0,
+    "axes.titlesize": 9.5,
+    "legend.fontsize": 7.5,
+    "axes.linewidth": 0.8,
+    "lines.linewidth": 1.6,
+    "lines.markersize": 5.0,
+}
+LEGEND_CHARS = 26  # longer solution names are shortened in the legend (tables have them in full)
+MAX_XTICKS = 9
 
 Row = Mapping[str, Any]
 Rows = Union[Sequence[Row], Any]  # records, or a DataFrame with the COLUMNS
+
+_MPL: Dict[str, Any] = {}
+
+
+def _mpl() -> Dict[str, Any]:
+    """matplotlib's pieces, imported on first use."""
+    if not _MPL:
+        import matplotlib
+        from matplotlib import ticker
+        from matplotlib.backends.backend_svg import FigureCanvasSVG
+        from matplotlib.figure import Figure
+
+        _MPL.update(matplotlib=matplotlib, Figure=Figure, Canvas=FigureCanvasSVG, ticker=ticker,
+                    colors=matplotlib.colormaps["tab10"].colors)
+    return _MPL
+
+
+def unavailable() -> str:
+    """Why no plot can be drawn here ("" when matplotlib imports)."""
+    try:
+        _mpl()
+    except ImportError as e:
+        return f"plots need matplotlib ({e}): pip install 'flashinfer-bench[report]'"
+    return ""
 
 
 def records(sub: Rows) -> List[Row]:
@@ -34,14 +79,33 @@ def records(sub: Rows) -> List[Row]:
 
 def _num(v: Any) -> float:
     try:
-        f = float(v)
+        return float(v)
     except (TypeError, ValueError):
         return math.nan
-    return f
 
 
 def _ok(v: Any) -> bool:
     return math.isfinite(_num(v))
+
+
+def fmt_tick(v: float) -> str:
+    """A tick label: plain digits, no float noise (0.30000000000000004 -> 0.3), no mathtext;
+    powers of two from 2^17 on as 2¹⁷; other large or tiny numbers as 2.5e7."""
+    if v == 0:
+        return "0"
+    a = abs(v)
+    if a >= 131072 and float(v).is_integer() and (int(a) & (int(a) - 1)) == 0:
+        return ("-" if v < 0 else "") + "2" + str(int(a).bit_length() - 1).translate(SUPERSCRIPT)
+    if 1e-4 <= a < 1e7:
+        s = f"{v:.6g}"
+        if "e" not in s:
+            return s
+        return f"{v:.10f}".rstrip("0").rstrip(".")
+    m, e = f"{v:.3g}".split("e")
+    return f"{m}e{int(e)}"
+
+
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
 def _x(rows: Sequence[Row]) -> Tuple[Dict[Any, float], str]:
@@ -56,28 +120,50 @@ def _x(rows: Sequence[Row]) -> Tuple[Dict[Any, float], str]:
     return order, "workload #"
 
 
-def _xscale(xs: Dict[Any, float], label: str) -> str:
+def _log_x(xs: Dict[Any, float], label: str) -> bool:
     vals = list(xs.values())
-    if label != "workload #" and all(v > 0 for v in vals) and len(set(vals)) > 1:
-        return "log2"
-    return "linear"
+    return label != "workload #" and all(v > 0 for v in vals) and len(set(vals)) > 1
 
 
-def _lines(rows: Sequence[Row], xs: Dict[Any, float], col: str, errors: bool = False, scale: float = 1.0) -> List[Series]:
-    """One marker line per solution (sorted by name), points sorted by x."""
+def _x_ticks(values: Iterable[float], log: bool) -> List[float]:
+    """The data's own x values (batch sizes) when few; else every k-th power of two (log) or an
+    even thinning of them, so labels never collide."""
+    vals = sorted(set(values))
+    if len(vals) <= MAX_XTICKS:
+        return vals
+    if log:
+        lo, hi = math.floor(math.log2(vals[0])), math.ceil(math.log2(vals[-1]))
+        step = max(1, math.ceil((hi - lo) / (MAX_XTICKS - 1)))
+        return [2.0 ** k for k in range(lo, hi + 1, step)]
+    step = math.ceil(len(vals) / MAX_XTICKS)
+    return vals[::step]
+
+
+def _log_ticks(lo: float, hi: float) -> List[float]:
+    """Log-axis ticks inside [lo, hi] only (a locator's out-of-view ticks cost a Tick each):
+    1-2-5 per decade over up to two decades, 1 per decade (thinned to <= 8) over more."""
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    for subs in ((1.0, 2.0, 5.0), (1.0, 3.0), (1.0,)):
+        ticks = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in subs if lo <= m * 10.0 ** k <= hi]
+        if len(ticks) <= 8:
+            break
+    step = max(1, math.ceil(len(ticks) / 8))
+    ticks = ticks[::step]
+    if len(ticks) < 2:  # under one 1-2-5 step: the ends of the range
+        ticks = sorted({float(f"{lo * 1.1:.2g}"), float(f"{hi / 1.1:.2g}")})
+    return ticks
+
+
+def _series(rows: Sequence[Row], xs: Dict[Any, float], col: str, scale: float = 1.0) -> List[Tuple[str, List[Row], List[float], List[float]]]:
+    """(solution, rows, x, y) per solution sorted by name, points sorted by x."""
     by_sol: Dict[str, List[Row]] = {}
     for r in rows:
         by_sol.setdefault(str(r["solution"]), []).append(r)
     out = []
-    for i, sol in enumerate(sorted(by_sol)):
+    for sol in sorted(by_sol):
         g = sorted((r for r in by_sol[sol] if _ok(r.get(col))), key=lambda r: xs[r["workload"]])
-        if not g:
-            continue
-        s = Series(sol, [xs[r["workload"]] for r in g], [_num(r[col]) * scale for r in g], marker=MARKERS[i % len(MARKERS)])
-        if errors and all(_ok(r.get("latency_ms_p10")) and _ok(r.get("latency_ms_p90")) for r in g):
-            s.lo = [min(_num(r["latency_ms_p10"]) * scale, y) for r, y in zip(g, s.y)]
-            s.hi = [max(_num(r["latency_ms_p90"]) * scale, y) for r, y in zip(g, s.y)]
-        out.append(s)
+        if g:
+            out.append((sol, g, [xs[r["workload"]] for r in g], [_num(r[col]) * scale for r in g]))
     return out
 
 
@@ -89,33 +175,98 @@ def _median(vals: Iterable[float]) -> float:
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def _svg(p: Plot) -> bytes:
-    return render(p).encode("utf-8")
+class _Canvas:
+    """One figure with one axes at a fixed place, legend to its right."""
+
+    def __init__(self, title: str, subtitle: str):
+        m = _mpl()
+        self.m = m
+        self.ctx = m["matplotlib"].rc_context(RC)
+        self.ctx.__enter__()
+        self.fig = m["Figure"](figsize=SIZE_IN)
+        self.ax = self.fig.add_axes((0.1, 0.13, 0.56, 0.72))
+        self.fig.text(0.01, 0.985, shorten(title, 95), ha="left", va="top", fontsize=9.5, fontweight="bold")
+        self.fig.text(0.01, 0.925, subtitle, ha="left", va="top", fontsize=9)
+        self.n = 0
+
+    def line(self, label: str, x: Sequence[float], y: Sequence[float], **kw: Any) -> Any:
+        colors = self.m["colors"]
+        kw.setdefault("color", colors[self.n % len(colors)])
+        kw.setdefault("marker", MARKERS[self.n % len(MARKERS)])
+        self.n += 1
+        return self.ax.plot(x, y, label=shorten(label, LEGEND_CHARS), **kw)[0]
+
+    def axes(self, xs: Dict[Any, float], xlabel: str, ylabel: str, ylog: bool, ylim: Optional[Tuple[float, float]] = None,
+             yvalues: Sequence[float] = ()) -> None:
+        t = self.m["ticker"]
+        ax = self.ax
+        xlog = _log_x(xs, xlabel)
+        if xlog:
+            ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(t.FixedLocator(_x_ticks(xs.values(), xlog)))
+        ax.xaxis.set_minor_locator(t.NullLocator())
+        if xlog:
+            lo, hi = min(xs.values()), max(xs.values())
+            ax.set_xlim(lo / 1.3, hi * 1.3)
+        ys = [v for v in yvalues if math.isfinite(v) and (v > 0 or not ylog)]
+        if ylog and ys:
+            ax.set_yscale("log")
+            lo, hi = min(ys) / 1.25, max(ys) * 1.25
+            ax.set_ylim(lo, hi)
+            ax.yaxis.set_major_locator(t.FixedLocator(_log_ticks(lo, hi)))
+        else:
+            ax.yaxis.set_major_locator(t.MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+        ax.yaxis.set_minor_locator(t.NullLocator())
+        fmt = t.FuncFormatter(lambda v, _pos: fmt_tick(v))
+        ax.xaxis.set_major_formatter(fmt)
+        ax.yaxis.set_major_formatter(fmt)
+        if ylim:
+            ax.set_ylim(*ylim)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="major", color="#d8dde3", linewidth=0.6)
+        ax.set_axisbelow(True)
+
+    def svg(self) -> bytes:
+        try:
+            if self.n:
+                self.ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+            buf = io.BytesIO()
+            self.m["Canvas"](self.fig).print_svg(buf, metadata={"Date": None})
+            return buf.getvalue()
+        finally:
+            self.ctx.__exit__(None, None, None)
 
 
 def latency_plot(sub: Rows, title: str) -> Optional[bytes]:
-    """Median latency per solution (p10-p90 bars where recorded) and the reference, log-log.
-    In microseconds when every value is under a millisecond."""
+    """Median latency per solution (p10-p90 bars where recorded) and the reference, in µs."""
     rows = [r for r in records(sub) if r.get("timed")]
     if not rows:
         return None
     xs, label = _x(rows)
-    values = [_num(r.get(c)) for r in rows for c in ("latency_ms", "latency_ms_p90", "reference_latency_ms")]
-    top = max((v for v in values if math.isfinite(v)), default=math.nan)
-    us = math.isfinite(top) and top < 1.0
-    scale = 1000.0 if us else 1.0
-    series = _lines(rows, xs, "latency_ms", errors=True, scale=scale)
+    scale = 1000.0  # ms -> µs
+    ylog = all(_num(r.get("latency_ms")) > 0 for r in rows)
+    c = _Canvas(title, f"latency ({LATENCY_UNIT_HTML}, median; bars: p10-p90)")
+    ys: List[float] = []
+    for sol, g, x, y in _series(rows, xs, "latency_ms", scale):
+        ln = c.line(sol, x, y)
+        ys += y
+        lo = [_num(r.get("latency_ms_p10")) * scale for r in g]
+        hi = [_num(r.get("latency_ms_p90")) * scale for r in g]
+        bars = [(xx, min(a, yy), max(b, yy)) for xx, yy, a, b in zip(x, y, lo, hi) if math.isfinite(a) and math.isfinite(b)]
+        if bars:
+            c.ax.vlines([b[0] for b in bars], [b[1] for b in bars], [b[2] for b in bars], colors=[ln.get_color()], linewidth=1.0)
+            ys += [b[1] for b in bars] + [b[2] for b in bars]
     ref: Dict[Any, List[float]] = {}
     for r in rows:
         ref.setdefault(r["workload"], []).append(_num(r.get("reference_latency_ms")))
     pts = sorted((xs[w], _median(v)) for w, v in ref.items())
-    pts = [(x, y) for x, y in pts if math.isfinite(x) and math.isfinite(y)]
+    pts = [(x, y * scale) for x, y in pts if math.isfinite(x) and math.isfinite(y)]
     if pts:
-        series.append(Series("reference", [x for x, _ in pts], [y * scale for _, y in pts],
-                             color="#000000", marker=None, dash="dashed", width=1.3))
-    ylog = all(_num(r.get("latency_ms")) > 0 for r in rows)
-    return _svg(Plot(series, f"{title}\nlatency", label, f"latency ({'µs' if us else 'ms'}, median)",
-                     xscale=_xscale(xs, label), yscale="log" if ylog else "linear"))
+        c.line("reference", [p[0] for p in pts], [p[1] for p in pts], color="#000000", marker="", linestyle="--", linewidth=1.2)
+        ys += [p[1] for p in pts]
+    c.axes(xs, label, f"latency ({LATENCY_UNIT_HTML})", ylog=ylog and all(v > 0 for v in ys), yvalues=ys)
+    return c.svg()
 
 
 def speedup_plot(sub: Rows, title: str) -> Optional[bytes]:
@@ -126,9 +277,12 @@ def speedup_plot(sub: Rows, title: str) -> Optional[bytes]:
     xs, label = _x(rows)
     sp = [_num(r["speedup"]) for r in rows]
     ylog = min(sp) > 0 and max(sp) / min(sp) > 20  # a 100x-slower interpreter run next to a real kernel
-    return _svg(Plot(_lines(rows, xs, "speedup"), f"{title}\nspeedup vs reference", label,
-                     "speedup vs reference (x)", xscale=_xscale(xs, label), yscale="log" if ylog else "linear",
-                     hlines=[HLine(1.0, "#000000", "dashed")]))
+    c = _Canvas(title, "speedup over the reference (reference / solution; dashed: 1x)")
+    for sol, _, x, y in _series(rows, xs, "speedup"):
+        c.line(sol, x, y)
+    c.ax.axhline(1.0, color="#000000", linestyle="--", linewidth=1.0)
+    c.axes(xs, label, "speedup vs reference (x)", ylog=ylog, yvalues=sp + [1.0])
+    return c.svg()
 
 
 def peak_bw_plot(sub: Rows, title: str) -> Optional[bytes]:
@@ -138,14 +292,20 @@ def peak_bw_plot(sub: Rows, title: str) -> Optional[bytes]:
         return None
     xs, label = _x(rows)
     top = max(_num(r["pct_of_peak_bw"]) for r in rows)
-    return _svg(Plot(_lines(rows, xs, "pct_of_peak_bw"), f"{title}\nshare of peak DRAM bandwidth", label,
-                     "% of peak DRAM bandwidth", xscale=_xscale(xs, label),
-                     ylim=(0.0, max(105.0, top * 1.05)), hlines=[HLine(100.0, "#d62728", "dotted", 1.4)]))
+    c = _Canvas(title, "share of peak DRAM bandwidth (dotted: 100%)")
+    for sol, _, x, y in _series(rows, xs, "pct_of_peak_bw"):
+        c.line(sol, x, y)
+    c.ax.axhline(100.0, color="#d62728", linestyle=":", linewidth=1.4)
+    c.axes(xs, label, "% of peak DRAM bandwidth", ylog=False, ylim=(0.0, max(105.0, top * 1.05)))
+    return c.svg()
 
 
 def group_plots(sub: Rows, title: str) -> Dict[str, Optional[bytes]]:
-    """All plots of one (definition, hardware) group, by kind; None where there is nothing to plot."""
+    """All plots of one (definition, hardware) group, by kind; None where there is nothing to plot
+    (fewer than two timed results: a plot of one point says nothing its table row does not)."""
     rows = records(sub)
+    if sum(1 for r in rows if r.get("timed")) < 2:
+        return {k: None for k in PLOT_KINDS}
     return {
         "latency": latency_plot(rows, title),
         "speedup": speedup_plot(rows, title),

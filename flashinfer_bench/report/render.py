@@ -1,25 +1,42 @@
 """Render report tables as terminal text, Markdown, CSV or JSON.
 
-Text and Markdown are for people: numbers rounded, units in the cells, NaN shown blank.
-CSV and JSON are for scripts: raw numbers, NaN as empty / null, one row per record.
+Text and Markdown are for people: numbers rounded, latency in microseconds, speedups with
+significant digits (never 0.00x), NaN shown blank, and text tables at most WIDTH columns wide (long
+headers wrap, long names are shortened in the middle, lists wrap at commas, and a table with too
+many columns is cut into blocks that repeat its first column). CSV and JSON are for scripts: raw
+numbers (latency in milliseconds, columns named *_ms, as in the traces), NaN as empty / null,
+every row and every character.
 """
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Dict, List, Sequence
+import re
+import textwrap
+from typing import Any, Dict, List, Sequence, Tuple
 
 import pandas as pd
 
+from .units import fmt_speedup, fmt_us, shorten
+
 FORMATS = ("text", "csv", "json", "markdown")
+WIDTH = 120  # text tables and paragraphs fit a 120-column terminal
+GAP = "  "
+MIN_TEXT = 24  # a text column is never shortened below this (too wide a table is cut into blocks instead)
+SHORTENED_NOTE = f"(long names shortened to fit {WIDTH} columns; --format csv or json has them in full)"
 
 
 def _blank(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def _latency_col(col: str) -> bool:
+    return col.endswith("_ms") or col.startswith("latency_ms")
+
+
 def fmt_number(col: str, v: Any) -> str:
-    """Human form of one cell, chosen by the column's name."""
+    """Human form of one cell, chosen by the column's name. Latency columns (`*_ms`) show
+    microseconds: their titles (TITLES) say `(us)`."""
     if _blank(v):
         return ""
     if isinstance(v, bool):
@@ -29,11 +46,9 @@ def fmt_number(col: str, v: Any) -> str:
     if "pct_" in col or col.endswith("_pct"):
         return f"{v:.1f}%" if abs(v) >= 0.1 else f"{v:.2g}%"
     if "speedup" in col or col.endswith("_ratio"):
-        if abs(v) >= 10:
-            return f"{v:.0f}x"
-        return f"{v:.2f}x" if abs(v) >= 0.1 else f"{v:.2g}x"
-    if col.endswith("_ms") or col.startswith("latency"):
-        return f"{v:.4g}"
+        return fmt_speedup(v)
+    if _latency_col(col):
+        return fmt_us(v)
     if col.endswith("_error"):
         return f"{v:.2e}"
     if col in ("bytes", "flops"):
@@ -45,43 +60,169 @@ def fmt_number(col: str, v: Any) -> str:
     return str(v)
 
 
-# Column titles for people (csv/json keep the raw names).
+# Column titles for people (csv/json keep the raw names). "(us)": the cells are microseconds.
 TITLES = {
-    "workload_label": "workload", "latency_ms": "latency ms", "reference_latency_ms": "ref ms",
+    "workload_label": "workload", "latency_ms": "latency (us)", "reference_latency_ms": "reference (us)",
     "speedup": "vs ref", "speedup_vs_baseline": "vs baseline", "geomean_speedup": "geomean vs ref",
     "geomean_speedup_vs_baseline": "geomean vs baseline", "median_pct_of_peak_bw": "median % peak BW",
-    "max_abs_error": "max abs err", "max_rel_error": "max rel err", "runner_up_latency_ms": "runner-up ms",
+    "max_abs_error": "max abs err", "max_rel_error": "max rel err", "runner_up_latency_ms": "runner-up (us)",
     "runner_up_ratio": "runner-up / winner", "achieved_gbps": "GB/s", "peak_gbps": "peak GB/s",
     "pct_of_peak_bw": "% peak BW", "achieved_tflops": "TFLOP/s", "peak_tflops": "peak TFLOP/s",
     "pct_of_peak_flops": "% peak FLOP/s", "peak_source": "peak from", "clear_wins": "clear wins",
-    "runner_up": "runner-up", "tie_with": "tie with",
+    "runner_up": "runner-up", "tie_with": "tie with", "hardware": "device",
+    "best_solution": "best solution", "best_author": "author", "best_geomean_speedup": "best vs ref",
+    "solutions_correct": "solutions correct", "workloads_solved": "workloads solved",
 }
+
+
+def title(col: str) -> str:
+    return TITLES.get(col, col)
 
 
 def humanize(df: pd.DataFrame, drop: Sequence[str] = ()) -> pd.DataFrame:
     """Strings for people: formatted numbers, friendly headers, helper columns dropped."""
     cols = [c for c in df.columns if c not in drop]
-    out = pd.DataFrame({TITLES.get(c, c): [fmt_number(c, v) for v in df[c]] for c in cols}, columns=[TITLES.get(c, c) for c in cols])
-    return out
+    return pd.DataFrame({title(c): [fmt_number(c, v) for v in df[c]] for c in cols}, columns=[title(c) for c in cols])
 
 
 def markdown_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(none)_\n"
+
     def cell(v: Any) -> str:
         return str(v).replace("|", "\\|").replace("\n", " ")
+
     lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
              "| " + " | ".join("---" for _ in df.columns) + " |"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
 
-def text_table(df: pd.DataFrame) -> str:
+# ---- text tables ----------------------------------------------------------------------------
+_NUMERIC = re.compile(r"^[<>~+-]?[\d.,]+(e[+-]?\d+)?\s*(x|%|us|µs|ms|s)?$")
+
+
+def _numeric(cells: Sequence[str]) -> bool:
+    filled = [c for c in cells if c]
+    return bool(filled) and all(_NUMERIC.match(c) for c in filled)
+
+
+def _fit(cell: str, width: int) -> List[str]:
+    """One cell in at most `width` characters: a comma-separated list (a workload's axes) wraps
+    after its commas onto more lines; anything else is shortened in the middle."""
+    if len(cell) <= width:
+        return [cell]
+    if "," in cell and " " not in cell:
+        lines: List[str] = []
+        for part in re.findall(r"[^,]+,?", cell):
+            room = width - (1 if lines else 0)  # continuation lines are indented by one
+            if lines and len(lines[-1]) + len(part) <= room:
+                lines[-1] += part
+            else:
+                lines.append(part)
+        return [shorten(lines[0], width)] + [" " + shorten(x, width - 1) for x in lines[1:]] if lines else [""]
+    return [shorten(cell, width)]
+
+
+def _header_lines(text: str, width: int) -> List[str]:
+    return textwrap.wrap(text, width=max(width, 1), break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _layout(headers: List[str], cols: List[List[str]], numeric: List[bool], width: int) -> Tuple[List[int], bool]:
+    """Column widths for a table at most `width` wide where possible: headers first wrap onto
+    more lines (down to their longest word), then text columns are shortened (down to MIN_TEXT).
+    True when a cell had to be shortened or wrapped."""
+    def longest_word(h: str) -> int:
+        return max((len(w) for w in h.split()), default=0)
+
+    cellw = [max((len(c) for c in col), default=0) for col in cols]
+    widths = [max(c, len(h)) for c, h in zip(cellw, headers)]
+    total = sum(widths) + len(GAP) * (len(widths) - 1)
+    floor = [max(c, longest_word(h)) for c, h in zip(cellw, headers)]
+    while total > width:  # wrap headers, the one with the most room to give first
+        i = max(range(len(widths)), key=lambda j: widths[j] - floor[j])
+        if widths[i] <= floor[i]:
+            break
+        widths[i] -= 1
+        total -= 1
+    squeezed = False
+    while total > width:
+        cands = [i for i, w in enumerate(widths) if not numeric[i] and w > max(MIN_TEXT, floor[i] if floor[i] < MIN_TEXT else 0)]
+        if not cands:
+            break
+        i = max(cands, key=lambda j: widths[j])
+        widths[i] -= 1
+        total -= 1
+        squeezed = True
+    return widths, squeezed
+
+
+def _render_block(headers: List[str], cols: List[List[str]], numeric: List[bool], widths: List[int]) -> List[str]:
+    head = [_header_lines(h, w) for h, w in zip(headers, widths)]
+    n_head = max(len(h) for h in head)
+    lines = []
+    for k in range(n_head):
+        # headers sit on their last line (bottom-aligned), like a printed table
+        parts = []
+        for h, w, num in zip(head, widths, numeric):
+            j = k - (n_head - len(h))
+            text = h[j] if j >= 0 else ""
+            parts.append(text.rjust(w) if num else text.ljust(w))
+        lines.append(GAP.join(parts).rstrip())
+    lines.append(GAP.join("-" * w for w in widths))
+    n_rows = len(cols[0]) if cols else 0
+    for r in range(n_rows):
+        cells = [_fit(col[r], w) for col, w in zip(cols, widths)]
+        height = max(len(c) for c in cells)
+        for k in range(height):
+            parts = []
+            for c, w, num in zip(cells, widths, numeric):
+                text = c[k] if k < len(c) else ""
+                parts.append(text.rjust(w) if num else text.ljust(w))
+            lines.append(GAP.join(parts).rstrip())
+    return lines
+
+
+def text_table(df: pd.DataFrame, width: int = WIDTH) -> str:
+    """A table of strings for a terminal, at most `width` columns wide (see the module doc)."""
     if df.empty:
         return "  (none)\n"
-    return df.to_string(index=False) + "\n"
+    headers = [str(c) for c in df.columns]
+    cols = [["" if _blank(v) else str(v) for v in df[c].tolist()] for c in df.columns]
+    numeric = [_numeric(col) for col in cols]
+    widths, squeezed = _layout(headers, cols, numeric, width)
+    total = sum(widths) + len(GAP) * (len(widths) - 1)
+    blocks: List[List[int]] = []
+    if total <= width or len(cols) <= 1:
+        blocks = [list(range(len(cols)))]
+    else:  # too many columns: blocks of columns, each repeating the first (the row's name)
+        first = widths[0]
+        cur: List[int] = [0]
+        used = first
+        for i in range(1, len(cols)):
+            if len(cur) > 1 and used + len(GAP) + widths[i] > width:
+                blocks.append(cur)
+                cur, used = [0], first
+            cur.append(i)
+            used += len(GAP) + widths[i]
+        blocks.append(cur)
+    out: List[str] = []
+    for b, idx in enumerate(blocks):
+        if b:
+            out.append("")
+        out += _render_block([headers[i] for i in idx], [cols[i] for i in idx], [numeric[i] for i in idx],
+                             [widths[i] for i in idx])
+    if squeezed:
+        out.append(SHORTENED_NOTE)
+    return "\n".join(out) + "\n"
 
 
+def wrap_para(text: str, width: int = WIDTH, indent: str = "") -> str:
+    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent=indent + "  ", initial_indent=indent,
+                                   break_long_words=False, break_on_hyphens=False)) or text
+
+
+# ---- machine formats ------------------------------------------------------------------------
 def to_records(df: pd.DataFrame) -> List[Dict[str, Any]]:
     """JSON-safe records: NaN -> None, numpy scalars -> Python."""
     return json.loads(df.to_json(orient="records", double_precision=15)) if not df.empty else []
@@ -127,12 +268,16 @@ class Doc:
                 if fmt == "markdown":
                     out.append("#" * level + " " + text + "\n")
                 else:
+                    text = shorten(text, WIDTH)
                     rule = "=" if level <= 2 else "-"
-                    out.append(text + "\n" + rule * min(len(text), 100) + "\n")
+                    out.append(text + "\n" + rule * len(text) + "\n")
             elif kind == "p":
-                out.append(part[1] + "\n")
+                out.append((part[1] if fmt == "markdown" else wrap_para(part[1])) + "\n")
             elif kind == "ul":
-                out.append("".join(f"- {x}\n" for x in part[1]))
+                if fmt == "markdown":
+                    out.append("".join(f"- {x}\n" for x in part[1]))
+                else:
+                    out.append("".join(wrap_para(f"- {x}") + "\n" for x in part[1]))
             elif kind == "t":
                 out.append(markdown_table(part[1]) if fmt == "markdown" else text_table(part[1]))
         return "\n".join(out)

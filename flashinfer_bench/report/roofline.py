@@ -9,6 +9,7 @@ and `peak_source` says which one was used.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Dict, List, Optional, Tuple
@@ -29,6 +30,7 @@ DATASHEET_PEAK_GBPS: List[Tuple[str, float]] = [
 ]
 
 
+@functools.lru_cache(maxsize=4096)
 def datasheet_peak_gbps(hardware: str) -> Optional[float]:
     """Nominal DRAM bandwidth of a known device, None when the name is not known."""
     for pattern, gbps in DATASHEET_PEAK_GBPS:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,14 @@ LEADERBOARD_COLUMNS = [
     "wins", "clear_wins", "ties", "geomean_speedup", "geomean_speedup_vs_baseline",
     "median_pct_of_peak_bw",
 ]
+HEADLINE_COLUMNS = [
+    "definition", "hardware", "best_solution", "best_author", "best_geomean_speedup", "best_passed",
+    "best_workloads", "solutions_correct", "solutions", "workloads_solved", "workloads", "traces", "verdict",
+]
+# Per definition, the devices with the most traces get a section of their own (tables, plots) in
+# the text and HTML reports; the others are one row each in a short table (all of it stays in the
+# CSV/JSON). 50,000 traces on 50,000 device names would otherwise be 50,000 sections.
+MAX_DEVICES = 8
 MATRIX_COLUMNS = [
     "definition", "hardware", "workload_label", "batch", "solution", "author", "status",
     "latency_ms", "speedup", "speedup_vs_baseline", "workload",
@@ -60,6 +68,11 @@ class Summary:
     totals: Dict[str, int] = field(default_factory=dict)
     # definition -> one line about it (op type, axes, description) for section headers
     about: Dict[str, str] = field(default_factory=dict)
+    # per (definition, hardware): the top-line answer (HEADLINE_COLUMNS)
+    headlines: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HEADLINE_COLUMNS))
+    # why there is nothing to report, when there is nothing (which files were read, what dropped what)
+    empty_reason: str = ""
+    _cache: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     def groups(self) -> List[tuple]:
         """(definition, hardware) pairs that have results, in report order."""
@@ -67,22 +80,128 @@ class Summary:
             return []
         return list(dict.fromkeys(zip(self.frame["definition"], self.frame["hardware"])))
 
+    def sections(self, limit: int = MAX_DEVICES) -> Tuple[List[tuple], Dict[str, List[str]]]:
+        """The (definition, hardware) groups that get a section of their own, in report order,
+        and per definition the devices folded into one short table: past `limit` devices of a
+        definition, those with the most traces are shown (0 or less: all)."""
+        groups = self.groups()
+        if limit <= 0:
+            return groups, {}
+        by_def: Dict[str, List[str]] = {}
+        for d, hw in groups:
+            by_def.setdefault(d, []).append(hw)
+        if all(len(v) <= limit for v in by_def.values()):
+            return groups, {}
+        n = self.headlines.set_index(["definition", "hardware"])["traces"].to_dict() if not self.headlines.empty else {}
+        shown, folded = set(), {}
+        for d, hws in by_def.items():
+            if len(hws) <= limit:
+                shown.update((d, h) for h in hws)
+                continue
+            ranked = sorted(hws, key=lambda h: (-n.get((d, h), 0), h))
+            shown.update((d, h) for h in ranked[:limit])
+            folded[d] = ranked[limit:]
+        return [g for g in groups if g in shown], folded
+
+    def headline(self, definition: str, hardware: str) -> Dict[str, Any]:
+        """The headline row of one group as a dict ({} when it has none)."""
+        if "_by_group" not in self._cache:
+            self._cache["_by_group"] = {(r["definition"], r["hardware"]): r for r in rows_of(self.headlines)}
+        return self._cache["_by_group"].get((definition, hardware), {})
+
 
 def status_counts(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows total / passed / failed and one per failure status seen; columns all + one per hardware."""
-    hws = sorted(df["hardware"].unique()) if not df.empty else []
+    """Rows total / passed / failed and one per failure status seen; columns all + one per hardware.
+    One pass over the rows (a mask per device would be quadratic in the number of devices)."""
     order = [s.value for s in EvaluationStatus]
-    seen = sorted(set(df["status"]) - {"PASSED"} if not df.empty else set(), key=lambda s: (order.index(s) if s in order else 99, s))
+    if df.empty:
+        return pd.DataFrame({"status": ["total", "passed", "failed"], "all": [0, 0, 0]})
+    seen = sorted(set(df["status"]) - {"PASSED"}, key=lambda s: (order.index(s) if s in order else 99, s))
+    counts: Dict[str, Dict[str, int]] = {}
+    for hw, st in zip(df["hardware"].tolist(), df["status"].tolist()):
+        c = counts.setdefault(hw, {})
+        c[st] = c.get(st, 0) + 1
+    hws = sorted(counts)
 
-    def col(sub: pd.DataFrame) -> List[int]:
-        vals = [len(sub), int((sub["status"] == "PASSED").sum()), int((sub["status"] != "PASSED").sum())]
-        return vals + [int((sub["status"] == s).sum()) for s in seen]
+    def col(c: Dict[str, int]) -> List[int]:
+        total, ok = sum(c.values()), c.get("PASSED", 0)
+        return [total, ok, total - ok] + [c.get(s, 0) for s in seen]
 
-    out = pd.DataFrame({"status": ["total", "passed", "failed"] + seen})
-    out["all"] = col(df) if not df.empty else [0, 0, 0]
-    for hw in hws:
-        out[hw] = col(df[df["hardware"] == hw])
+    allc: Dict[str, int] = {}
+    for c in counts.values():
+        for k, v in c.items():
+            allc[k] = allc.get(k, 0) + v
+    # one integer block (a frame built column by column costs ~40 us a column: seconds at 50k devices)
+    values = np.array([col(allc)] + [col(counts[hw]) for hw in hws], dtype=np.int64).T
+    out = pd.DataFrame(values, columns=["all"] + hws)
+    out.insert(0, "status", ["total", "passed", "failed"] + seen)
     return out
+
+
+def _headlines(df: pd.DataFrame, leaderboard: pd.DataFrame) -> pd.DataFrame:
+    """The top-line answer per (definition, hardware): the best correct solution (correct on
+    every workload it ran, the highest geometric-mean speedup over the reference), how many
+    solutions were correct on every workload, how many workloads have a correct solution."""
+    if df.empty:
+        return pd.DataFrame(columns=HEADLINE_COLUMNS)
+    wl: Dict[tuple, set] = {}
+    solved: Dict[tuple, set] = {}
+    n: Dict[tuple, int] = {}
+    for d, hw, w, timed in zip(df["definition"].tolist(), df["hardware"].tolist(), df["workload"].tolist(), df["timed"].tolist()):
+        k = (d, hw)
+        wl.setdefault(k, set()).add(w)
+        n[k] = n.get(k, 0) + 1
+        if timed:
+            solved.setdefault(k, set()).add(w)
+    by_group: Dict[tuple, List[Dict[str, Any]]] = {}
+    for r in rows_of(leaderboard):
+        by_group.setdefault((r["definition"], r["hardware"]), []).append(r)
+    rows = []
+    for k, sols in by_group.items():
+        timed = [r for r in sols if r["passed"] > 0 and _number(r["geomean_speedup"])]
+        correct = [r for r in timed if r["failed"] == 0]
+        if correct:
+            best, verdict = max(correct, key=_rank), "correct on every workload it ran"
+        elif timed:
+            best = max(timed, key=lambda r: (r["passed"],) + _rank(r))
+            verdict = "no solution correct on every workload"
+        else:
+            best, verdict = None, "no correct solution"
+        rows.append({
+            "definition": k[0], "hardware": k[1],
+            "best_solution": best["solution"] if best else "", "best_author": best["author"] if best else "",
+            "best_geomean_speedup": best["geomean_speedup"] if best else math.nan,
+            "best_passed": best["passed"] if best else 0, "best_workloads": best["workloads"] if best else 0,
+            "solutions_correct": sum(1 for r in sols if r["failed"] == 0 and r["passed"] > 0), "solutions": len(sols),
+            "workloads_solved": len(solved.get(k, ())), "workloads": len(wl.get(k, ())), "traces": n.get(k, 0),
+            "verdict": verdict,
+        })
+    return pd.DataFrame(rows, columns=HEADLINE_COLUMNS)
+
+
+def _rank(r: Dict[str, Any]) -> tuple:
+    """Best first: highest geometric-mean speedup, then most wins, then most passed."""
+    return (float(r["geomean_speedup"]), r["wins"], r["passed"])
+
+
+def headline_text(h: Dict[str, Any]) -> str:
+    """One sentence: who wins, by how much, and how much of it is correct."""
+    from .units import fmt_speedup
+
+    if not h:
+        return ""
+    parts = []
+    if h["best_solution"]:
+        who = h["best_solution"] + (f" ({h['best_author']})" if h["best_author"] else "")
+        over = f"geomean over its {h['best_passed']} passed workload{'s' if h['best_passed'] != 1 else ''}"
+        if h["best_passed"] < h["best_workloads"]:
+            over += f"; it failed {h['best_workloads'] - h['best_passed']}"
+        parts.append(f"best {who}: {fmt_speedup(h['best_geomean_speedup'])} vs reference ({over})")
+    else:
+        parts.append("no correct solution")
+    parts.append(f"{h['solutions_correct']} of {h['solutions']} solutions correct on every workload")
+    parts.append(f"{h['workloads_solved']} of {h['workloads']} workloads have a correct solution")
+    return "; ".join(parts) + "."
 
 
 def _geomean(values: List[Any]) -> float:
@@ -134,12 +253,13 @@ def _leaderboard(df: pd.DataFrame, best: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns="_rank").reset_index(drop=True)
 
 
-def _notes(ts: TraceSet, df: pd.DataFrame) -> List[str]:
+def _notes(ts: TraceSet, df: pd.DataFrame, empty_reason: str = "") -> List[str]:
     notes: List[str] = []
     if df.empty:
-        notes.append("No result traces found: nothing has been benchmarked yet (or the path holds no traces/ folder).")
+        notes.append(empty_reason or "No result traces.")
+    with_traces = set(df["definition"]) if not df.empty else set()
     for name in sorted(ts.definitions):
-        if df.empty or name not in set(df["definition"]):
+        if name not in with_traces:
             n_w = len(ts.workloads_for(name))
             n_s = len(ts.solutions_for(name))
             notes.append(f"Definition {name}: no traces ({n_s} solution(s), {n_w} workload(s) in the dataset).")
@@ -167,9 +287,15 @@ def _notes(ts: TraceSet, df: pd.DataFrame) -> List[str]:
     return notes
 
 
-def summarize(ts: TraceSet) -> Summary:
-    """Build every summary table from a TraceSet (never raises on odd or missing data)."""
+def summarize(ts: TraceSet, empty_reason: str = "") -> Summary:
+    """Build every summary table from a TraceSet (never raises on odd or missing data).
+    `empty_reason`: what to say when there are no result traces (load.explain_no_traces); by
+    default it is worked out from ts.root."""
     df = traces_frame(ts)
+    if df.empty and not empty_reason:
+        from .load import explain_no_traces
+
+        empty_reason = explain_no_traces([ts.root] if ts.root is not None else [], ts)
     best = best_table(df)
     matrix = df[MATRIX_COLUMNS].copy() if not df.empty else pd.DataFrame(columns=MATRIX_COLUMNS)
     counts = status_counts(df)
@@ -185,5 +311,7 @@ def summarize(ts: TraceSet) -> Summary:
     for name, d in ts.definitions.items():
         axes = ", ".join(f"{k}={a.value}" if getattr(a, "value", None) is not None else k for k, a in d.axes.items())
         about[name] = " · ".join(x for x in (d.op_type, f"axes: {axes}", d.description or "") if x)
-    return Summary(counts=counts, leaderboard=_leaderboard(df, best), matrix=matrix, best=best,
-                   frame=df, notes=_notes(ts, df), totals=totals, about=about)
+    leaderboard = _leaderboard(df, best)
+    return Summary(counts=counts, leaderboard=leaderboard, matrix=matrix, best=best,
+                   frame=df, notes=_notes(ts, df, empty_reason), totals=totals, about=about,
+                   headlines=_headlines(df, leaderboard), empty_reason=empty_reason if df.empty else "")

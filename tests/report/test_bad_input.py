@@ -48,8 +48,10 @@ def test_empty_dataset_directory(cli, tmp_path):
     (tmp_path / "empty").mkdir()
     outs = run_all(cli, tmp_path / "empty", tmp_path)
     assert "Traces: 0 total, 0 passed, 0 failed" in outs[("summary", "text")]
-    assert "No result traces found" in outs[("summary", "text")]
+    # the reason, not just the fact: which folder was looked at, and what would fill it
+    assert "No result traces" in outs[("summary", "text")] and "no traces/ folder" in outs[("summary", "text")]
     assert "No result traces" in outs[("best", "text")]
+    assert "no traces/ folder" in outs["html"]
     assert json.loads(outs[("summary", "json")])["leaderboard"] == []
     assert "No failed traces" in outs["html"]
     assert (tmp_path / "html" / "plots").is_dir() and (tmp_path / "html" / "tables" / "best.html").is_file()

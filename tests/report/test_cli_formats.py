@@ -27,7 +27,8 @@ def test_text_is_the_default(cli, dataset_dir, command):
 def test_summary_text_content(cli, dataset_dir):
     rc, out, _ = cli("report", "summary", "--local", str(dataset_dir))
     assert "Traces: 40 total, 34 passed, 6 failed" in out
-    assert "COMPILE_ERROR" in out and "geomean vs baseline" in out and "x ref" in out
+    assert "COMPILE_ERROR" in out and "geomean" in out and "baseline" in out
+    assert "4.10 us 5.00x" in out  # a matrix cell: latency in microseconds, speedup vs the reference
 
 
 def test_best_text_names_ties(cli, dataset_dir):

@@ -85,7 +85,7 @@ def test_assets_for_snakemake(html_report):
     assert "rmsnorm_h4096__NVIDIA_H100_80GB_HBM3__latency.svg" in svgs
     for n in svgs:  # standalone, well-formed SVG documents
         root = ET.fromstring((out / "plots" / n).read_bytes())
-        assert root.tag == "{http://www.w3.org/2000/svg}svg" and float(root.get("width")) > 100
+        assert root.tag == "{http://www.w3.org/2000/svg}svg" and float(root.get("width").rstrip("pt")) > 100
     assert not list((out / "plots").glob("*.png"))
     for name in ("leaderboard", "best", "roofline"):
         t = (out / "tables" / f"{name}.html").read_text()
