@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ..sandbox import landlock as ll
-from ..sandbox import cgroup, ns, seccomp
+from ..sandbox import cgroup, mounts, ns, seccomp
 from ..sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
@@ -92,6 +92,23 @@ def prepare(
         except OSError as e:
             _STATE["notes"]["subreaper"] = e.strerror
     gpu_runner = os.environ.get("CUDA_VISIBLE_DEVICES", None) != ""
+    _STATE["host_pid"] = ns.host_pid()  # before a private /proc hides the host's numbering
+    _STATE["whole_proc"] = False
+    if settings.mounts_wanted(gpu_runner):
+        # everything read-only but scratch (a bounded tmpfs), the logs, the roofline cache (and
+        # /dev/shm for CUDA): no metadata changes outside scratch; a private /proc in a pid namespace
+        try:
+            writable = [p for p in (_STATE["log_dir"], roofline, Path("/dev/shm") if gpu_runner else None) if p is not None]
+            info = mounts.apply(writable, scratch=Path(scratch_dir), scratch_bytes=settings.scratch_bytes,
+                                scratch_inodes=settings.scratch_inodes, new_proc="pidns" in names and mounts.new_proc_allowed())
+            _STATE["layers"].append("mountns")
+            _STATE["notes"]["mounts"] = info
+            _STATE["whole_proc"] = info.get("proc") == "private"
+            _STATE["private_dirs"] = _private_dirs(Path(scratch_dir))  # again, inside the tmpfs
+        except OSError as e:
+            _STATE["notes"]["mounts"] = f"failed: {e}"
+    else:
+        _STATE["notes"]["mounts"] = "off (FIB_SANDBOX_RO_MOUNTS; default off where a GPU is visible)"
     if gpu_runner and ll.abi_version() > 0:
         # On the H100 machine a runner restricted before CUDA init failed cudaGetDeviceCount
         # (error 304): the driver reads and opens more than the policy allows at init. CUDA
@@ -103,7 +120,7 @@ def prepare(
             # a CPU runner has no use for /dev/shm (a tmpfs file would outlive it, unseen by the
             # memory watch); CUDA runners keep it and the supervisor cleans up after each evaluation
             rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], _STATE["log_dir"], [roofline],
-                               shm=gpu_runner)
+                               shm=gpu_runner, whole_proc=_STATE["whole_proc"])
             info = rs.apply()
             _STATE["layers"].append("landlock")
             _STATE["notes"]["landlock"] = {**info, **ll.describe_rules(rs)}
@@ -204,7 +221,8 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         if _STATE.get("defer_landlock"):
             st = _STATE
             try:
-                rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"])
+                rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"],
+                                   whole_proc=st.get("whole_proc", False))
                 info = rs.apply()
                 layers.append("landlock")
                 notes["landlock"] = {**info, **ll.describe_rules(rs), "applied": "after CUDA init"}
@@ -214,12 +232,18 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
             st = _STATE
             try:
                 build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"],
-                              shm=False).apply()
+                              shm=False, whole_proc=st.get("whole_proc", False)).apply()
             except OSError as e:
                 notes["landlock_layer2"] = f"failed: {e}"
+        # open files, soft and hard: descriptors are kernel memory no memory watch sees, and the
+        # file table is the host's (issue 15: exhausting descriptors)
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        n = settings.nofile if hard == resource.RLIM_INFINITY else min(settings.nofile, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        limits["nofile"] = n
         if seccomp.available():
             try:
-                notes["seccomp"] = seccomp.install()
+                notes["seccomp"] = seccomp.install(deny_memfd=on_cpu)
                 layers.append("seccomp")
             except OSError as e:
                 notes["seccomp"] = f"failed: {e}"
@@ -232,7 +256,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
     fs_ok = "landlock" in layers
     net_ok = "netns" in layers or "seccomp" in layers
     missing = ([] if fs_ok else ["filesystem (Landlock)"]) + ([] if net_ok else ["network (netns or seccomp)"])
-    order = ["landlock", "seccomp", "netns", "pidns", "userns", "nocaps", "pidscg", "rlimits"]
+    order = ["landlock", "seccomp", "mountns", "netns", "pidns", "userns", "nocaps", "pidscg", "rlimits"]
     applied.update(
         sandbox="+".join(x for x in order if x in layers) if settings.enabled else "none",
         confined=not missing and settings.enabled,
@@ -255,4 +279,4 @@ def _vm_data_bytes() -> int:
 
 def host_pid() -> int:
     """This runner's pid as the supervisor sees it (it is pid 2 inside its own pid namespace)."""
-    return ns.host_pid()
+    return _STATE.get("host_pid") or ns.host_pid()

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -24,6 +25,7 @@ from ..data import Definition, Solution
 from . import keys
 from . import toolchain as tc
 from . import zygote
+from .confine import child_info, sanitize_build_dir
 from .cache import ArtifactCache, default_cache_dir
 from .builders.common import RESULT
 from .messages import cap, relativise
@@ -97,6 +99,7 @@ def build(
             _relocate_triton_cache(tmp / "triton_cache", tmp, final)
             shutil.rmtree(tmp / _CONTROL, ignore_errors=True)
             manifest = {
+                **child_info(info),  # first: what the child reports never overrides what we know
                 "hash": digest,
                 "status": OK,
                 "language": language,
@@ -110,7 +113,6 @@ def build(
                 "built_by": {"solution": solution.name, "definition": definition.name},
                 "key": key,
                 "log": cap(log),
-                **info,
             }
             manifest.setdefault("loadable_here", True)
             cache.publish(tmp, digest, manifest)
@@ -217,7 +219,11 @@ def _run_child(
 
 
 def _child_result(control: Path, rc: int, log_path: Path, src: Path) -> Tuple[str, str, str, Dict[str, Any]]:
+    # the child is gone: remove the links and special files it may have planted for us to follow
+    planted = sanitize_build_dir(control.parent)
     log = _read_log(log_path, src)
+    if planted:
+        log += f"\n(removed {len(planted)} symlink(s) or special file(s) the build left: {planted[:5]})"
     try:
         res = json.loads((control / RESULT).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -238,8 +244,12 @@ def _kill_tree(proc: subprocess.Popen) -> None:
 
 
 def _read_log(path: Path, src: Path) -> str:
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+    try:  # never through a link the build planted
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""
+            text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
     return relativise(text, src).strip()

@@ -2,10 +2,20 @@
 import, a Triton warm-up), so it gets the runner's limits before any of it runs (issue 15).
 
 Writes only the build's own directory (sources, staging, caches, the result), reads the system,
-Python and the toolchain; no sockets, ptrace, namespaces or mounts (seccomp); no core files; HOME
-and TMPDIR inside the build directory; orphans come back to this process (subreaper) and every
-process the build started is killed when it ends. On a GPU machine CUDA is initialised first
-(Landlock before CUDA init broke the driver on the H100 machine, see bench/confine.py).
+Python and the toolchain, and of /proc only system entries and its own directory (no other
+process's command line or environment); no sockets, ptrace, namespaces, mounts or extended
+attributes (seccomp); no capabilities; an allow-listed environment (no exported secrets); a
+private mount namespace where everything but the build directory is read-only (no utime, chmod,
+setxattr on anything outside; where no GPU is visible, see FIB_SANDBOX_RO_MOUNTS); no core files,
+at most FIB_SANDBOX_NOFILE open files; HOME and TMPDIR inside the build directory; orphans come
+back to this process (subreaper) and every process the build started is killed when it ends. On
+a GPU machine CUDA is initialised first (Landlock before CUDA init broke the driver on the H100
+machine, see bench/confine.py).
+
+The trusted parent then reads and publishes what the build left: `sanitize_build_dir` removes
+every symlink and special file first, so that nothing planted there can make the parent read or
+write a file elsewhere (a `manifest.json` linked to another solution's source, a build log linked
+to a secret: both worked before).
 """
 from __future__ import annotations
 
@@ -16,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
+from ..sandbox import mounts, ns, seccomp
 from ..sandbox import landlock as ll
-from ..sandbox import ns, seccomp
-from ..sandbox.policy import Settings, build_ruleset
+from ..sandbox.policy import Settings, allowed_environment, build_ruleset
 
 
 def confine_build(work_dir: Path) -> Dict[str, Any]:
@@ -26,8 +36,12 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     work_dir = Path(work_dir)
     layers: List[str] = []
     notes: Dict[str, Any] = {}
-    if not Settings.from_env().enabled:
+    settings = Settings.from_env()
+    if not settings.enabled:
         return {"sandbox": "none", "notes": {"disabled": "FIB_SANDBOX=off"}}
+    kept = allowed_environment(dict(os.environ))
+    os.environ.clear()
+    os.environ.update(kept)
     for k, sub in (("HOME", "home"), ("TMPDIR", "tmp"), ("XDG_CACHE_HOME", "xdg_cache"), ("TORCH_EXTENSIONS_DIR", "torch_ext")):
         (work_dir / sub).mkdir(parents=True, exist_ok=True)
         os.environ[k] = str(work_dir / sub)
@@ -36,21 +50,38 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     tempfile.tempdir = None
     _, hard = resource.getrlimit(resource.RLIMIT_CORE)
     resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    n = settings.nofile if hard == resource.RLIM_INFINITY else min(settings.nofile, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
     try:
         ns.set_subreaper()
         layers.append("subreaper")
     except OSError as e:
         notes["subreaper"] = e.strerror
-    if _gpu_visible():
+    gpu = _gpu_visible()
+    if gpu:
         notes["cuda_init"] = _init_cuda()
+    if settings.mounts_wanted(gpu):
+        try:
+            if os.geteuid() != 0:  # without CAP_SYS_ADMIN: a user namespace of our own first
+                ns.enter_namespaces(want_pid=False)
+            notes["mounts"] = mounts.apply([work_dir])
+            layers.append("mountns")
+        except OSError as e:
+            notes["mounts"] = f"failed: {e}"
     if ll.abi_version() > 0:
         try:
-            build_ruleset(work_dir, [], None, shm=False).apply()
+            build_ruleset(work_dir, [], None, shm=False, whole_proc=False).apply()
             layers.append("landlock")
         except OSError as e:
             notes["landlock"] = f"failed: {e}"
     else:
         notes["landlock"] = "unavailable"
+    try:
+        notes["caps"] = ns.drop_capabilities()
+        layers.append("nocaps")
+    except OSError as e:
+        notes["caps"] = f"failed: {e}"
     if seccomp.available():
         try:
             seccomp.install()
@@ -58,6 +89,32 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
         except OSError as e:
             notes["seccomp"] = f"failed: {e}"
     return {"sandbox": "+".join(layers) or "none", "notes": notes}
+
+
+def sanitize_build_dir(root: Path) -> List[str]:
+    """Remove every symlink and special file (FIFO, socket, device) under `root`, which a build
+    child left for its trusted parent; returns what was removed (relative paths). Call after the
+    child and everything it started are gone, before the parent reads or writes anything there."""
+    import stat
+
+    removed: List[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in list(dirnames) + filenames:
+            p = os.path.join(dirpath, name)
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                continue
+            try:
+                os.unlink(p)
+                removed.append(os.path.relpath(p, root))
+            except OSError:
+                pass
+            if name in dirnames:
+                dirnames.remove(name)
+    return removed
 
 
 def _gpu_visible() -> bool:
@@ -77,16 +134,27 @@ def _init_cuda() -> str:
 
 
 def _children(pid: int) -> List[int]:
+    """Live children of this process (orphans of the build come back to it: it is their
+    subreaper), read from its own /proc entry, the only one it may read."""
     out = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
         try:
-            fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out.append(int(p.name))
+        for k in kids:
+            try:
+                with open(f"/proc/{k}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                state = "?"  # not readable from here: alive as far as we know
+            if state != "Z":
+                out.append(k)
     return out
 
 
@@ -113,3 +181,27 @@ def kill_leftovers(rounds: int = 20) -> int:
             if pid == 0:
                 time.sleep(0.01)
     return killed
+
+
+# what a build child may report about itself (its `info`); anything else it writes into its
+# result is dropped, and none of it may override what the parent knows (hash, entry point ...)
+CHILD_INFO_KEYS = {
+    "package", "triton_backend", "triton_cache", "tilelang_cache", "loadable_here", "warmup_axes", "warmup_note",
+    "build_sandbox", "killed_leftovers", "library", "python_module", "namespaces", "note", "build_process",
+}
+
+
+def child_info(info: Any) -> Dict[str, Any]:
+    """The part of a build child's self-report the parent may record: known keys only, cache
+    directories as plain names inside the artifact."""
+    if not isinstance(info, dict):
+        return {}
+    out = {k: v for k, v in info.items() if k in CHILD_INFO_KEYS}
+    for k in ("triton_cache", "tilelang_cache", "library"):
+        v = out.get(k)
+        if v is None:
+            continue
+        norm = os.path.normpath(v) if isinstance(v, str) and v else ".."
+        if os.path.isabs(norm) or norm == ".." or norm.startswith("../"):
+            out.pop(k)  # a path leaving the artifact
+    return out

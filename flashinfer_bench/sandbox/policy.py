@@ -9,6 +9,12 @@ Environment variables (read by the runner; the worker passes its own environment
     FIB_SANDBOX_GPU_FRACTION=F    torch's per-process GPU memory fraction (default 0.9)
     FIB_SANDBOX_HOST_MEM_GB=G     resident memory of a runner and its children (default: half
                                   of the machine's memory); enforced by the supervisor
+    FIB_SANDBOX_NOFILE=N          open files per process, soft and hard (default 1024)
+    FIB_SANDBOX_SCRATCH_MB=N      a runner's scratch: a tmpfs of this size (default 2048)
+    FIB_SANDBOX_SCRATCH_FILES=N   ... holding at most this many files (default 100000)
+    FIB_SANDBOX_RO_MOUNTS=auto|1|0  a private mount namespace, read-only but for scratch and the
+                                  logs, with the tmpfs scratch and (CPU runners) a private /proc;
+                                  auto: where no GPU is visible (not yet measured with CUDA)
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 from . import landlock as ll
 
@@ -31,8 +37,28 @@ ETC_READABLE = [
     "mime.types", "machine-id", "protocols", "services", "gai.conf", "OpenCL", "vulkan", "nvidia", "glvnd",
     "cuda", "environment", "fonts", "matplotlibrc", "python3", "pki", "ssl", "ca-certificates",
 ]
-SYSTEM_READABLE = ["/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/proc", "/sys"]
+SYSTEM_READABLE = ["/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/sys"]
 DEV_RW = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+
+
+# what sandboxed code may see of its parent's environment: the toolchain, the device, our settings;
+# nothing else (API tokens, cloud credentials, the user's HOME and name; issue 15). The worker's
+# runner list (bench/worker.py) is this one without the build-only names.
+ENV_NAMES = {
+    "PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE",
+    "PYTHONPYCACHEPREFIX", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX", "CUDA_HOME", "CUDA_PATH",
+    "TMPDIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "FIB_ALLOW_UNCONFINED", "FIB_CPU_THREADS",
+    "FIB_CUDA_ARCH", "FIB_CALIBRATE_CUPTI", "FIB_SANDBOX", "FIB_BUILD_TIMEOUT",
+    # builds: compilers and their search paths
+    "MAX_JOBS", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH",
+}
+ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TVM_FFI_", "TILELANG_", "FIB_SANDBOX_", "NCCL_",
+                "FIB_BUILD_", "NVCC_")
+
+
+def allowed_environment(env: Dict[str, str]) -> Dict[str, str]:
+    """The allow-listed part of `env`."""
+    return {k: v for k, v in env.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
 
 
 def _env_float(name: str, default: float) -> float:
@@ -57,6 +83,19 @@ class Settings:
     fsize_bytes: int
     gpu_fraction: float
     host_mem_bytes: int
+    nofile: int = 1024
+    scratch_bytes: int = 2048 << 20
+    scratch_inodes: int = 100_000
+    ro_mounts: str = "auto"
+
+    def mounts_wanted(self, gpu: bool) -> bool:
+        """The private read-only mount namespace: by default where no GPU is visible (with CUDA it
+        has not been measured yet; FIB_SANDBOX_RO_MOUNTS=1 turns it on there too)."""
+        if self.ro_mounts in ("1", "on", "true", "yes"):
+            return True
+        if self.ro_mounts in ("0", "off", "false", "no"):
+            return False
+        return not gpu
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -68,6 +107,10 @@ class Settings:
             fsize_bytes=int(_env_float("FIB_SANDBOX_FSIZE_MB", 1024) * (1 << 20)),
             gpu_fraction=min(1.0, max(0.05, _env_float("FIB_SANDBOX_GPU_FRACTION", 0.9))),
             host_mem_bytes=int(gb * (1 << 30)) if gb > 0 else total_memory_bytes() // 2,
+            nofile=max(64, int(_env_float("FIB_SANDBOX_NOFILE", 1024))),
+            scratch_bytes=int(max(16.0, _env_float("FIB_SANDBOX_SCRATCH_MB", 2048)) * (1 << 20)),
+            scratch_inodes=max(1000, int(_env_float("FIB_SANDBOX_SCRATCH_FILES", 100_000))),
+            ro_mounts=os.environ.get("FIB_SANDBOX_RO_MOUNTS", "auto").strip().lower() or "auto",
         )
 
 
@@ -99,15 +142,41 @@ def python_paths() -> List[Path]:
     return [p for p in dict.fromkeys(x.resolve() if x.exists() else x for x in out) if p.exists() and not _is_dangerous_root(p)]
 
 
+def proc_readable(whole: bool) -> List[str]:
+    """What of /proc a sandboxed process may read. `whole`: all of it (a private procfs that shows
+    only the sandbox's own processes). Otherwise every system entry (cpuinfo, meminfo, sys,
+    driver/nvidia ...) and this process's own directory, but no other process's: their command
+    lines, environments and open files are the host's business (issue 15). Children of this
+    process cannot read their own /proc/<pid> then (subprocess falls back to closing descriptors
+    one by one)."""
+    if whole:
+        return ["/proc"]
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return ["/proc"]
+    for n in names:
+        if n.isdigit() or n in ("self", "thread-self"):
+            continue
+        out.append(f"/proc/{n}")
+    try:
+        out.append(os.path.join("/proc", os.readlink("/proc/self")))
+    except OSError:
+        pass
+    return out
+
+
 def build_ruleset(
     scratch: Path, readable: Iterable[Path], log_dir: Optional[Path], extra_writable: Iterable[Path] = (),
-    shm: bool = True,
+    shm: bool = True, whole_proc: bool = False,
 ) -> ll.Ruleset:
     """The runner's Landlock policy: read the system, Python and the given paths; write scratch
     (and /dev/shm when `shm`: CUDA runners keep it, the supervisor removes what an evaluation
-    left there)."""
+    left there). /proc: see `proc_readable`."""
     rs = ll.ruleset()
     rs.allow(SYSTEM_READABLE, ll.READ)
+    rs.allow(proc_readable(whole_proc), ll.READ)
     rs.allow([Path("/etc") / e for e in ETC_READABLE], ll.READ)
     rs.allow(python_paths(), ll.READ)
     rs.allow([p for p in readable if not _is_dangerous_root(Path(p))], ll.READ)

@@ -8,8 +8,13 @@ Denied: socket() of any family (no network, no connection to the worker's unix s
 still works), ptrace and cross-process memory access, namespaces (unshare/setns, clone with
 CLONE_NEW*; clone3 answers ENOSYS so libc falls back to clone, whose flags we can see), mounts,
 kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its requests would bypass
-this filter), open_by_handle_at, reboot, swap, clock setting. Any non-x86_64 syscall ABI (i386 via
-int 0x80, x32) is denied as a whole.
+this filter), open_by_handle_at, reboot, swap, clock setting, extended attributes (setting or
+removing one changes a file's metadata, which Landlock does not govern), memfd_secret (memory
+no one else can see). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is denied as a whole.
+
+`install(deny_memfd=True)` also denies memfd_create: an anonymous file's pages are shared memory
+that no process's resident set shows, so a CPU runner (which has no use for it) may not make one;
+CUDA runners keep it and the supervisor counts the memory such files hold (`supervise.MemoryWatch`).
 """
 from __future__ import annotations
 
@@ -84,7 +89,17 @@ DENIED: Dict[str, Tuple[int, int]] = {
     "fanotify_init": (300, errno.EPERM),
     "iopl": (172, errno.EPERM),
     "ioperm": (173, errno.EPERM),
+    "setxattr": (188, errno.EPERM),
+    "lsetxattr": (189, errno.EPERM),
+    "fsetxattr": (190, errno.EPERM),
+    "removexattr": (197, errno.EPERM),
+    "lremovexattr": (198, errno.EPERM),
+    "fremovexattr": (199, errno.EPERM),
+    "setxattrat": (463, errno.EPERM),
+    "removexattrat": (466, errno.EPERM),
+    "memfd_secret": (447, errno.EPERM),
 }
+MEMFD_CREATE = ("memfd_create", 319)
 _CLONE = 56
 # read write poll mmap mprotect munmap ioctl sched_yield madvise nanosleep getpid gettid futex
 # clock_nanosleep epoll_wait ppoll epoll_pwait
@@ -99,7 +114,7 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Insn))]
 
 
-def program() -> List[Tuple[int, int, int, int]]:
+def program(deny_memfd: bool = False) -> List[Tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions."""
     p: List[Tuple[int, int, int, int]] = [
         (_LD_W_ABS, 0, 0, 4),  # arch
@@ -112,7 +127,8 @@ def program() -> List[Tuple[int, int, int, int]]:
     # the calls a measurement loop makes most, allowed before the deny list is walked
     for nr in FAST_ALLOW:
         p += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_ALLOW)]
-    for nr, err in DENIED.values():
+    denied = list(DENIED.values()) + ([(MEMFD_CREATE[1], errno.EPERM)] if deny_memfd else [])
+    for nr, err in denied:
         p += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_ERRNO | err)]
     p += [
         (_JEQ, 0, 4, _CLONE),
@@ -129,13 +145,13 @@ def available() -> bool:
     return _sys.SYSCALLS_KNOWN
 
 
-def install() -> Dict[str, object]:
+def install(deny_memfd: bool = False) -> Dict[str, object]:
     """Install the filter on every thread (sets no_new_privs). Raises OSError when refused."""
-    insns = program()
+    insns = program(deny_memfd)
     arr = (_Insn * len(insns))(*[_Insn(*i) for i in insns])
     prog = _Prog(len(insns), ctypes.cast(arr, ctypes.POINTER(_Insn)))
     _sys.prctl(_sys.PR_SET_NO_NEW_PRIVS, 1)
     r = _sys.syscall("seccomp", ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(_FLAG_TSYNC), ctypes.byref(prog))
     if r != 0:  # TSYNC: the id of a thread that could not be synchronised
         raise OSError(errno.EBUSY, f"seccomp: thread {r} could not take the filter")
-    return {"denied": sorted(DENIED), "instructions": len(insns)}
+    return {"denied": sorted(DENIED) + ([MEMFD_CREATE[0]] if deny_memfd else []), "instructions": len(insns)}
