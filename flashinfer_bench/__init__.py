@@ -32,6 +32,7 @@ _LAZY = {
     "enable_tracing": "flashinfer_bench.tracing",
     "disable_tracing": "flashinfer_bench.tracing",
     "TracingConfig": "flashinfer_bench.tracing",
+    "TracingConfigRegistry": "flashinfer_bench.tracing",
 }
 
 

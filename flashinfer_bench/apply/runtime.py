@@ -8,10 +8,10 @@ solution by the table and the miss policy) and memoises the answer under that si
 from __future__ import annotations
 
 import operator
-from collections import Counter
 import os
 import traceback
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple

@@ -442,6 +442,44 @@ class TraceSet:
     def blob_workloads_path(self) -> Path:
         return self._under_root("blob", "workloads")
 
+    def add_workload_blob_tensor(self, def_name: str, workload_uuid: str, tensors: Dict[str, Any]) -> str:
+        """Save a workload's input tensors as blob/workloads/<op_type>/<def>/<def>_<uuid>.safetensors
+        (on the CPU) and return that path relative to the root, for SafetensorsInput.path (0.1.2).
+        Raises ValueError without a root, for an unknown definition or an existing file."""
+        from safetensors.torch import save_file  # imports torch: only here
+
+        d = self.definitions.get(def_name)
+        if d is None:
+            raise ValueError(f"definition {def_name!r} is not in this TraceSet")
+        path = self.blob_workloads_path / d.op_type / def_name / f"{def_name}_{workload_uuid}.safetensors"
+        if path.exists():
+            raise ValueError(f"tensor file already exists: {path}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(path))
+        return str(path.relative_to(self.root))
+
+    def get_workload_blob_tensor(self, path_str: str) -> Dict[str, Any]:
+        """The tensors of a blob file (path relative to the root), on the CPU (0.1.2)."""
+        from safetensors.torch import load_file  # imports torch: only here
+
+        path = self._under_root(path_str)
+        if not path.is_file():
+            raise ValueError(f"file not found: {path}")
+        return load_file(str(path), device="cpu")
+
+    def backup_traces(self) -> None:
+        """Move traces/ aside to traces_bak_<YYYYmmdd_HHMMSS>/ and start an empty one (0.1.2); the
+        traces in memory stay."""
+        import shutil
+        from datetime import datetime
+
+        backup = self._under_root(f"traces_bak_{datetime.now().strftime('%Y%m%d_%H%M%S')}")
+        if self.traces_path.exists():
+            shutil.move(str(self.traces_path), str(backup))
+        else:
+            backup.mkdir(parents=True, exist_ok=True)
+        self.traces_path.mkdir(parents=True, exist_ok=True)
+
     def definition_path(self, d: Definition) -> str:
         return f"definitions/{d.op_type}/{d.name}.json"
 

@@ -9,11 +9,11 @@ workloads/<op_type>/<definition>.jsonl, tensors (per the dump policy) go to
 blob/workloads/<op_type>/<definition>/<definition>_<uuid>.safetensors; a background thread writes.
 """
 from .api import active_runtime, disable_tracing, enable_tracing, flush_all
-from .config import TracingConfig
+from .config import TracingConfig, TracingConfigRegistry
 from .runtime import TracingRuntime
 from .writer import TracingWarning
 
 __all__ = [
-    "TracingConfig", "TracingRuntime", "TracingWarning", "active_runtime", "disable_tracing",
+    "TracingConfig", "TracingConfigRegistry", "TracingRuntime", "TracingWarning", "active_runtime", "disable_tracing",
     "enable_tracing", "flush_all",
 ]

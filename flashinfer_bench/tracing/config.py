@@ -1,8 +1,8 @@
 """TracingConfig: which inputs of a traced call are saved, and which calls are kept."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Literal, Sequence, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Hashable, Iterable, Literal, Mapping, Optional, Sequence, Union
 
 DUMP_POLICIES = ("dump_all", "dump_none", "dump_non_float")
 DEDUP_POLICIES = ("keep_all", "shape_only", "keep_first_k")
@@ -28,14 +28,28 @@ class TracingConfig:
       "pinned" (default) issues a non-blocking copy into pinned host memory, the writer thread
       waits on a CUDA event; "device_clone" clones on the GPU (costs GPU memory) and the writer
       thread copies it to the host. Either way the calling thread never waits for the copy.
+
+    FlashInfer-Bench 0.1.2's spellings are accepted and set the fields above (0.1.2's defaults,
+    "dump_none" and "keep_all", apply to the one not given): input_dump_policy "dump_all",
+    "dump_none", "dump_int" (= "dump_non_float") or a list of names; filter_policy "keep_all",
+    "keep_first" / "keep_first_k" (= "keep_first_k"), "keep_first_k_by_axes" (= "shape_only"),
+    with k in filter_policy_kwargs (input_dump_policy_kwargs is accepted; 0.1.2's built-in dump
+    policies take none). Its "keep_none" and "attention" policies have no equivalent here and are
+    refused.
     """
 
     tensor_dump_policy: DumpPolicy = "dump_non_float"
     dedup_policy: DedupPolicy = "shape_only"
     k: int = 1
     snapshot: Literal["pinned", "device_clone"] = "pinned"
+    input_dump_policy: Optional[Union[str, Sequence[str]]] = None
+    input_dump_policy_kwargs: Optional[Mapping[str, Any]] = None
+    filter_policy: Optional[str] = None
+    filter_policy_kwargs: Optional[Mapping[str, Any]] = None
 
     def __post_init__(self) -> None:
+        if self.input_dump_policy is not None or self.filter_policy is not None:
+            self._from_upstream_spelling()
         p = self.tensor_dump_policy
         if isinstance(p, str):
             if p not in DUMP_POLICIES:
@@ -54,3 +68,60 @@ class TracingConfig:
             raise ValueError(f"k must be a positive int, got {self.k!r}")
         if self.snapshot not in ("pinned", "device_clone"):
             raise ValueError(f"snapshot must be 'pinned' or 'device_clone', got {self.snapshot!r}")
+
+    def _from_upstream_spelling(self) -> None:
+        dump = "dump_none" if self.input_dump_policy is None else self.input_dump_policy
+        dump = {"dump_int": "dump_non_float"}.get(dump, dump) if isinstance(dump, str) else dump
+        kwargs = dict(self.filter_policy_kwargs or {})
+        policy = self.filter_policy or "keep_all"
+        k = kwargs.get("k", 1)
+        if policy == "keep_first_k" and "k" not in kwargs:
+            raise ValueError("filter_policy 'keep_first_k' needs filter_policy_kwargs={'k': ...}")
+        ours = {"keep_all": "keep_all", "keep_first": "keep_first_k", "keep_first_k": "keep_first_k",
+                "keep_first_k_by_axes": "shape_only"}.get(policy)
+        if ours is None:
+            raise ValueError(
+                f"filter_policy {policy!r} (FlashInfer-Bench 0.1.2) has no equivalent here; use "
+                "dedup_policy='keep_all', 'shape_only', 'keep_first_k' or a callable Workload -> key"
+            )
+        if not isinstance(self.input_dump_policy, (str, type(None))):
+            object.__setattr__(self, "input_dump_policy", tuple(self.input_dump_policy))
+        object.__setattr__(self, "tensor_dump_policy", dump)
+        object.__setattr__(self, "dedup_policy", ours)
+        object.__setattr__(self, "k", 1 if policy == "keep_first" else k)
+
+
+@dataclass
+class TracingConfigRegistry:
+    """FlashInfer-Bench 0.1.2's per-definition tracing configs: `default` for the dataset's
+    definitions not registered (None: only the registered ones are traced). enable_tracing takes
+    one wherever it takes a config."""
+
+    default: Optional[TracingConfig] = None
+    per_definition: Dict[str, TracingConfig] = field(default_factory=dict)
+
+    def get(self, def_name: str) -> Optional[TracingConfig]:
+        """The config of a definition; None when it is not traced."""
+        return self.per_definition.get(def_name, self.default)
+
+    def register(self, def_name: str, config: TracingConfig, *, override: bool = False) -> "TracingConfigRegistry":
+        """Set one definition's config (ValueError if it has one and override is False)."""
+        if not override and def_name in self.per_definition:
+            raise ValueError(f"definition {def_name!r} already has a config; pass override=True to replace it")
+        self.per_definition[def_name] = config
+        return self
+
+    def register_many(self, configs: Dict[str, TracingConfig], *, override: bool = False) -> "TracingConfigRegistry":
+        """Set several definitions' configs at once (nothing is set if one conflicts)."""
+        taken = sorted(set(configs) & set(self.per_definition))
+        if taken and not override:
+            raise ValueError(f"definitions {taken} already have a config; pass override=True to replace them")
+        self.per_definition.update(configs)
+        return self
+
+    def select(self, definitions: Iterable[str]) -> Dict[str, TracingConfig]:
+        """{definition: config} to trace: the dataset's definitions under the default, and every
+        registered one (a registered name the dataset lacks is reported by the runtime)."""
+        out = {n: self.default for n in definitions} if self.default is not None else {}
+        out.update(self.per_definition)
+        return out

@@ -20,7 +20,7 @@ from flashinfer_bench.data import Definition, ShapeError
 from flashinfer_bench.data.io import read_json
 
 from . import _state
-from .config import TracingConfig
+from .config import TracingConfig, TracingConfigRegistry
 from .signature import merge_args
 from .writer import DefInfo, TracingWarning, Writer
 
@@ -238,7 +238,7 @@ class TracingRuntime:
     def __init__(
         self,
         dataset_dir: Union[str, Path],
-        tracing_configs: Union[None, TracingConfig, Mapping[str, TracingConfig]] = None,
+        tracing_configs: Union[None, TracingConfig, TracingConfigRegistry, Mapping[str, TracingConfig]] = None,
         max_queue: int = 4096,
         max_pending_bytes: int = 1 << 30,
         flush_interval_s: float = 0.05,
@@ -273,11 +273,15 @@ class TracingRuntime:
             self.tracers[name] = DefinitionTracer(self, d, cfg, seen)
 
     def _select(
-        self, defs: Mapping[str, Definition], configs: Union[None, TracingConfig, Mapping[str, TracingConfig]]
+        self,
+        defs: Mapping[str, Definition],
+        configs: Union[None, TracingConfig, TracingConfigRegistry, Mapping[str, TracingConfig]],
     ) -> Dict[str, Tuple[Definition, TracingConfig]]:
         if configs is None or isinstance(configs, TracingConfig):
             cfg = configs or TracingConfig()
             return {n: (d, cfg) for n, d in defs.items()}
+        if isinstance(configs, TracingConfigRegistry):  # 0.1.2's form
+            configs = configs.select(defs)
         out = {}
         for name, cfg in configs.items():
             if not isinstance(cfg, TracingConfig):

@@ -262,3 +262,28 @@ def test_best_trace_filter_traces_and_summary(dataset: Path) -> None:
     assert s["avg_latency_ms"] == pytest.approx((0.020 + 0.010 + 0.001 + 0.040 + 0.050) / 5)
     empty = TraceSet().summary()
     assert (empty["total"], empty["min_latency_ms"], empty["avg_latency_ms"]) == (0, None, None)
+
+
+def test_blob_tensors_and_backup(dataset: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from flashinfer_bench.data import SafetensorsInput
+
+    ts = TraceSet.from_path(dataset)
+    x = torch.randn(2, 4096, dtype=torch.float16)
+    rel = ts.add_workload_blob_tensor("rmsnorm_d4096", "blob2", {"x": x, "weight": torch.ones(4096, dtype=torch.float16)})
+    assert rel == "blob/workloads/rmsnorm/rmsnorm_d4096/rmsnorm_d4096_blob2.safetensors"
+    with pytest.raises(ValueError):
+        ts.add_workload_blob_tensor("rmsnorm_d4096", "blob2", {"x": x})  # never overwritten
+    assert torch.equal(ts.get_workload_blob_tensor(rel)["x"], x)
+    wl = Workload(axes={"batch": 2}, uuid="blob2", inputs={
+        "x": SafetensorsInput(path=rel, tensor_key="x"), "weight": SafetensorsInput(path=rel, tensor_key="weight"),
+        "eps": ScalarInput(value=1e-6)})
+    ts.add_workload_traces([Trace(definition="rmsnorm_d4096", workload=wl)])
+    from flashinfer_bench.data import validate_dataset  # ours: the blob workload validates
+
+    assert [p for p in validate_dataset(dataset) if p.level == "error"] == []
+    ts.add_traces([passed("rms_triton", 2, 0.02)])
+    ts.backup_traces()
+    assert list(ts.traces_path.iterdir()) == []
+    (backup,) = [p for p in dataset.iterdir() if p.name.startswith("traces_bak_")]
+    assert len(load_jsonl_file(Trace, backup / "rmsnorm" / "rmsnorm_d4096.jsonl")) == 1

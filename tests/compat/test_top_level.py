@@ -8,7 +8,8 @@ import textwrap
 # flashinfer_bench.__all__ of 0.1.2, less FFI_PROMPT/FFI_PROMPT_SIMPLE (its agents' LLM prompts)
 UPSTREAM_TOP_LEVEL = [
     "Benchmark", "BenchmarkConfig", "apply", "enable_apply", "disable_apply", "ApplyConfig",
-    "ApplyConfigRegistry", "enable_tracing", "disable_tracing", "TracingConfig", "Definition",
+    "ApplyConfigRegistry", "enable_tracing", "disable_tracing", "TracingConfig",
+    "TracingConfigRegistry", "Definition",
     "Solution", "Trace", "TraceSet", "AxisConst", "AxisVar", "TensorSpec", "SourceFile", "BuildSpec",
     "SupportedLanguages", "RandomInput", "SafetensorsInput", "Workload", "Correctness",
     "Performance", "Environment", "Evaluation", "EvaluationStatus",
