@@ -58,6 +58,7 @@ from .inputs import (
 )
 from .loader import load_runnable
 from .roofline import load_or_measure_peaks, roofline
+from .speedup import reusable_reference, speedup_noise
 
 HARNESS_VERSION = "fib-bench-2"
 # Flags that make a trace suspect (the others are information).
@@ -532,7 +533,8 @@ class EvalRun:
         if self.state.cuda:
             self.state.sampler.reset_gate()
         stats = self._measure(call, prepare, None, budget_share=0.5).to_dict()
-        self.state.ref_timing[key] = {"at": time.monotonic(), "stats": stats}
+        if reusable_reference(stats):
+            self.state.ref_timing[key] = {"at": time.monotonic(), "stats": stats}
         return {**stats, "cached": False}
 
     def _measure(
@@ -799,6 +801,13 @@ class EvalRun:
                 self.notes.append(f"host time per call {stats.host_ms * 1e3:.0f} us vs device {lat * 1e3:.1f} us")
             if ref_stats and speedup <= NO_FASTER_THAN_REFERENCE:
                 self.flags.append("no_faster_than_reference")
+            noise = speedup_noise(stats.rel_ci, ref_stats)
+            if ref_stats and noise is not None:
+                self.extra["speedup_noise"] = noise
+                if abs(speedup - 1.0) <= noise:
+                    # the two latencies cannot be told apart: say so instead of a bare 1.0Nx (issue 17)
+                    self.flags.append("speedup_within_noise")
+                    self.notes.append(f"speedup {speedup:.3f}x is inside the combined measurement noise (+-{noise * 100:.1f}%)")
         except EvalFailure as f:
             status, message = f.status, f.message
             corr = None
