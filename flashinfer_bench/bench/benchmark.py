@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from ..data import Definition, Solution, Trace, TraceSet, Workload
+from ..data.charge import charged_party
 from .client import evaluate_via_worker, resolve_device
 from .config import BenchmarkConfig, EvalConfig
 from .loader import build_solution
@@ -28,6 +29,8 @@ class Benchmark:
         self.eval_config: EvalConfig = self.config.to_eval_config()
         self.device = resolve_device(self.eval_config.device)
         self._builds: Dict[str, dict] = {}
+        # evaluations that failed because of the dataset or the machine: never saved as traces
+        self.charged_failures: List[Trace] = []
 
     # ------------------------------------------------------------------ helpers
     def _cache_dir(self) -> Optional[Path]:
@@ -113,6 +116,11 @@ class Benchmark:
                         t = self._skipped(definition, sol, wl, timed_out[sol.name])
                     else:
                         t = self._evaluate(definition, sol, wl)
+                        if charged_party(t) != "solution":  # the dataset's or the machine's failure
+                            log.error("%s / %s / %s: %s", definition.name, sol.name, wl.uuid,
+                                      (t.evaluation.log or "").splitlines()[0] if t.evaluation else "")
+                            self.charged_failures.append(t)
+                            continue
                         if t.evaluation is not None and t.evaluation.status.value == "TIMEOUT":
                             timed_out[sol.name] = t
                     traces.append(t)

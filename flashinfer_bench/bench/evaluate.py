@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..data import Definition, ShapeError, Workload
+from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR
 from ..data.op_types import family_settings
 from . import timing
 from .checks import CheckSpecError, make_checker
@@ -111,6 +112,10 @@ def native_threads() -> int:
     except OSError:
         pass
     return threading.active_count()
+
+
+def _is_out_of_memory(e: BaseException) -> bool:
+    return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
 
 
 class BytesLRU:
@@ -218,10 +223,15 @@ class RunnerState:
             except BaseException as e:  # noqa: BLE001 - any failure of the reference's import is reported
                 if isinstance(e, KeyboardInterrupt):
                     raise
-                raise EvalFailure("RUNTIME_ERROR", f"the reference of {definition.name} failed to load:\n{_tb()}") from e
+                raise EvalFailure(
+                    "RUNTIME_ERROR", f"{DATASET_ERROR}the reference of {definition.name} failed to load:\n{_tb()}",
+                    flags=["dataset_error"],
+                ) from e
             fn = mod.__dict__.get("run")
             if not callable(fn):
-                raise EvalFailure("RUNTIME_ERROR", f"the reference of {definition.name} defines no run()")
+                raise EvalFailure(
+                    "RUNTIME_ERROR", f"{DATASET_ERROR}the reference of {definition.name} defines no run()", flags=["dataset_error"]
+                )
             self.references[key] = fn
         return fn
 
@@ -327,10 +337,21 @@ class EvalRun:
         except BaseException as e:  # noqa: BLE001 - record whatever the reference raised
             if isinstance(e, KeyboardInterrupt):
                 raise
-            raise EvalFailure("RUNTIME_ERROR", f"the definition's reference raised on this workload:\n{_tb()}") from e
+            if _is_out_of_memory(e):
+                raise EvalFailure(
+                    "RUNTIME_ERROR", f"{ENVIRONMENT_ERROR}the definition's reference needs more device memory than "
+                    f"{self.device} has free for this workload:\n{_tb()}", flags=["environment_error"],
+                ) from e
+            raise EvalFailure(
+                "RUNTIME_ERROR", f"{DATASET_ERROR}the definition's reference raised on this workload:\n{_tb()}",
+                flags=["dataset_error"],
+            ) from e
         outs, prob = normalize_outputs(res, self.out_names)
         if prob is not None:
-            raise EvalFailure("RUNTIME_ERROR", f"the definition's reference is inconsistent with its outputs: {prob.message}")
+            raise EvalFailure(
+                "RUNTIME_ERROR", f"{DATASET_ERROR}the definition's reference is inconsistent with its outputs: {prob.message}",
+                flags=["dataset_error"],
+            )
         return [_as_tensor(o, self.device) for o in outs]
 
     def _trial_set(self, ref: Callable[..., Any], index: int) -> Tuple[List[Any], List[Any], float]:
@@ -345,7 +366,7 @@ class EvalRun:
             )
         except (InputError, ShapeError) as e:
             raise EvalFailure(
-                "RUNTIME_ERROR", f"dataset error (not the solution's): cannot make the workload's inputs: {e}",
+                "RUNTIME_ERROR", f"{DATASET_ERROR}cannot make the workload's inputs: {e}",
                 flags=["dataset_error"],
             ) from e
         self._check_constraints(pristine, index)
@@ -390,7 +411,7 @@ class EvalRun:
         if report.failed:
             raise EvalFailure(
                 "RUNTIME_ERROR",
-                f"dataset error (not the solution's): the inputs of input set {index} violate the definition's "
+                f"{DATASET_ERROR}the inputs of input set {index} violate the definition's "
                 "constraints: " + "; ".join(f"constraints[{f.index}]: {f.message}" for f in report.failed),
                 flags=["dataset_error"],
             )
@@ -858,8 +879,11 @@ class EvalRun:
             ref = self.state.reference(self.definition)
             sets = self._timing_sets(_NO_OUTPUTS, ref)
             stats = self._time_reference(ref, sets, self._refresher(sets))
-        except (EvalFailure, ShapeError) as e:
-            return {"status": getattr(e, "status", "RUNTIME_ERROR"), "message": str(e)}
+        except EvalFailure as e:
+            return {"status": e.status, "message": e.message, "flags": list(e.flags)}
+        except ShapeError as e:
+            return {"status": "RUNTIME_ERROR", "message": f"{DATASET_ERROR}the workload does not fit the definition: {e}",
+                    "flags": ["dataset_error"]}
         return {"status": "OK", "reference_stats": {k: v for k, v in stats.items() if k != "cached"}}
 
     def _timing_extra(self, stats: timing.TimingStats, ref_stats: Optional[Dict[str, Any]]) -> None:

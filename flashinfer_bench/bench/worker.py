@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple
 
+from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
@@ -333,6 +334,10 @@ class Supervisor:
                 return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
         r.served = sol_key
         ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
+        if ref_stats is not None and "failed" in ref_stats:
+            # the reference itself fails here (in a runner no solution ever ran in): the dataset's
+            # or the machine's error, not this solution's; the solution is not run
+            return trace(ref_stats["status"], ref_stats["message"])
         self._n_eval += 1
         log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
         request = {
@@ -456,7 +461,15 @@ class Supervisor:
         try:
             send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
             reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
-        except (TimeoutError, ConnectionClosed, BrokenPipeError, ConnectionResetError) as e:
+        except TimeoutError:
+            with self._runner_lock:
+                self._discard(rr)
+            failure = {"failed": True, "status": "TIMEOUT", "message": (
+                f"{DATASET_ERROR}the definition's reference did not finish within the {cfg.timeout_s:g} s timeout "
+                "on this workload (timed alone, in a runner no solution ran in)")}
+            self.ref_cache[key] = (time.monotonic(), failure)  # the next solutions do not wait again
+            return failure
+        except (ConnectionClosed, BrokenPipeError, ConnectionResetError) as e:
             log.warning("reference runner failed (%s): the solution's runner times the reference", type(e).__name__)
             with self._runner_lock:
                 self._discard(rr)
@@ -468,8 +481,14 @@ class Supervisor:
             return None
         rr.seq = int(reply.get("seq", rr.seq)) if rr.key is not None else rr.seq
         stats = result.get("reference_stats")
+        message = str(result.get("message", ""))
+        if result.get("status") != "OK" and message.startswith((DATASET_ERROR, ENVIRONMENT_ERROR)):
+            failure = {"failed": True, "status": str(result.get("status", "RUNTIME_ERROR")), "message": message}
+            if message.startswith(DATASET_ERROR):
+                self.ref_cache[key] = (time.monotonic(), failure)
+            return failure
         if result.get("status") != "OK" or not isinstance(stats, dict):
-            return None  # the reference fails here: the evaluation reports it as the dataset's
+            return None  # the solution's runner times the reference itself, as before
         if reusable_reference(stats):
             self.ref_cache[key] = (time.monotonic(), stats)
         return {**stats, "cached": False}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import List, Optional, Tuple
 
 DATASET_ERROR_EXIT = 3  # the run finished, but part of the dataset could not be benchmarked
+ENVIRONMENT_ERROR_EXIT = 4  # the run finished, but this machine could not evaluate part of it
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -194,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
             os.environ["FIB_PRESTARTED"] = "1"
         print(f"flashinfer-bench: {dataset} -> {results}", file=sys.stderr)
         t0 = time.perf_counter()
+        t0_wall = time.time()
         # Snakemake starts (~1 s of imports) while this process starts the job server and workers and
         # checks the selection: a bad --definitions / --solutions name stops it with one line
         # instead of its traceback.
@@ -212,6 +214,15 @@ def run(args: argparse.Namespace) -> int:
         if summary.exists() and not args.dry_run:
             print(summary.read_text())
         print(f"flashinfer-bench: {'finished' if rc == 0 else 'FAILED (exit %d)' % rc} in {wall:.1f} s", file=sys.stderr)
+        charged = {"dataset": 0, "environment": 0} if args.dry_run else _charged_failures(results, t0_wall)
+        dataset_errors += charged["dataset"]
+        if rc == 0 and charged["environment"]:
+            print(
+                f"flashinfer-bench: {charged['environment']} evaluation(s) failed because of this machine, not the "
+                f"solutions (listed above, 'environment error'); nothing of them was written into the dataset. "
+                f"Exit status {ENVIRONMENT_ERROR_EXIT}.", file=sys.stderr,
+            )
+            rc = ENVIRONMENT_ERROR_EXIT
         if rc == 0 and dataset_errors and not args.dry_run:
             print(
                 f"flashinfer-bench: {dataset} has {dataset_errors} error(s) (listed above; `flashinfer-bench validate "
@@ -223,6 +234,24 @@ def run(args: argparse.Namespace) -> int:
                 rc = DATASET_ERROR_EXIT
         status = status or rc
     return status
+
+
+def _charged_failures(results: Path, since: float) -> dict:
+    """Evaluations of this run charged to the dataset or the machine (the aggregate stage keeps
+    them out of the dataset and lists them; its outputs hold every trace of the run)."""
+    from flashinfer_bench.data import Trace
+    from flashinfer_bench.data.charge import charged_party
+
+    counts = {"dataset": 0, "environment": 0}
+    for f in (results / "aggregate").glob("*.jsonl"):
+        if f.stat().st_mtime < since - 1:
+            continue  # from an earlier run
+        for line in f.read_text(errors="replace").splitlines():
+            if line.strip():
+                party = charged_party(Trace.model_validate_json(line))
+                if party != "solution":
+                    counts[party] += 1
+    return counts
 
 
 def _stream(proc: subprocess.Popen, verbose: bool) -> int:

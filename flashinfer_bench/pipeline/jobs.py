@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload
+from flashinfer_bench.data.charge import charged_party
 from flashinfer_bench.data.io import (
     Problem,
     atomic_write_json,
@@ -182,10 +183,16 @@ def aggregate_job(definition: str, trace_files: List[str], dataset: str, out: st
             d_obj = obj
             break
     op_type = (d_obj or {}).get("op_type", "unknown")
-    if save_results and new:
+    # failures that are the dataset's or the machine's are never a solution's trace in the dataset
+    charged = [t for t in new if charged_party(t) != "solution"]
+    for t in charged:
+        first = (t.evaluation.log or "").splitlines()[0] if t.evaluation else ""
+        print(f"[flashinfer-bench] error: {definition} / {t.solution} x {t.workload.uuid}: {first}", file=sys.stderr, flush=True)
+    keep = [t for t in new if charged_party(t) == "solution"]
+    if save_results and keep:
         target = root / "traces" / op_type / f"{definition}.jsonl"
-        replaced = merge_traces(target, new)
-        _progress(f"aggregate {definition}: {len(new)} traces into {target} ({replaced} replaced)")
+        replaced = merge_traces(target, keep)
+        _progress(f"aggregate {definition}: {len(keep)} traces into {target} ({replaced} replaced)")
     atomic_write_text(out, "".join(t.model_dump_json() + "\n" for t in new))
 
 

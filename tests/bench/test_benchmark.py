@@ -81,3 +81,22 @@ def test_unknown_config_fields_are_refused() -> None:
     c = BenchmarkConfig(warmup_runs=5, iterations=20, timeout_seconds=30, use_isolated_runner=True)
     e = c.to_eval_config()
     assert (e.warmup_runs, e.iterations, e.timeout_s) == (5, 20, 30)
+
+
+def test_run_all_never_saves_a_datasets_failure_as_a_trace(tmp_path: Path, cpu_config) -> None:
+    # the definition's reference raises: the dataset's error, the same rule as the pipeline's
+    d = rms_definition(name="rmsnorm_broken_ref")
+    d = d.model_copy(update={"reference": "def run(x, weight, eps):\n    raise ValueError('reference bug')\n"})
+    ts = TraceSet()
+    ts.add_definition(d)
+    ts.add_solution(make_solution("broken_vr", GOOD_VR, d))
+    ts.add_workload(rms_workload(4, uuid="broken_b4"), definition=d.name)
+    ts.to_path(tmp_path / "ds")
+    ts = TraceSet.from_path(tmp_path / "ds")
+    bench = Benchmark(ts, _config(cpu_config))
+    assert bench.run_all() == []
+    assert len(bench.charged_failures) == 1
+    assert "dataset error (not the solution's)" in bench.charged_failures[0].evaluation.log
+    assert "reference bug" in bench.charged_failures[0].evaluation.log
+    saved = [line for f in (tmp_path / "ds" / "traces").rglob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
+    assert saved == []
