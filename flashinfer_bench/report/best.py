@@ -99,9 +99,10 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
             "solution_known"]
     for r in rows_of(df, cols):
         groups.setdefault((r["definition"], r["hardware"], r["workload"]), []).append(r)
+    template = dict.fromkeys(BEST_COLUMNS, math.nan)
     for (d, hw, wl), g in groups.items():
         first = g[0]
-        base = {c: math.nan for c in BEST_COLUMNS}
+        base = template.copy()
         base.update(definition=d, hardware=hw, workload=wl, workload_label=first["workload_label"],
                     batch=first["batch"], winner="", author="", spread="", runner_up="",
                     tie_with="", flags="", candidates=len(g))

@@ -40,9 +40,9 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 aut
 h1{margin:.6em 0 .2em}h2{border-bottom:2px solid #dde3ea;padding-bottom:.2em;margin-top:1.6em;overflow-wrap:anywhere}h3{margin-top:1.2em;color:#2b4a6f;overflow-wrap:anywhere}
 nav{background:#f4f6f9;padding:.5em .8em;border-radius:6px;font-size:.92em;overflow-wrap:anywhere}nav a{margin-right:1em}
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.84em;max-width:100%}
-th,td{border:1px solid #d5dbe2;padding:.25em .5em;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{border:1px solid #d5dbe2;padding:.25em .5em;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#eef2f6}table.sortable th{cursor:pointer}table.sortable th[aria-sort=ascending]::after{content:" \\25B2"}table.sortable th[aria-sort=descending]::after{content:" \\25BC"}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.ok{color:#17703a}.bad{color:#b42318;font-weight:600}.muted{color:#6b7785}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}td.cell{white-space:normal}.ok{color:#17703a}.bad{color:#b42318;font-weight:600}.muted{color:#6b7785}
 .plots{display:flex;flex-wrap:wrap;gap:.6em}.plots figure{margin:0;max-width:100%}.plots img{width:600px;max-width:100%;height:auto;border:1px solid #e2e6eb}
 .plots figcaption{font-size:.8em;color:#6b7785;max-width:600px}details{margin:.3em 0}summary{cursor:pointer;overflow-wrap:anywhere}pre{background:#f6f8fa;padding:.6em;overflow:auto;max-height:28em;font-size:.82em;white-space:pre-wrap;overflow-wrap:anywhere}
 .totals{font-size:1.05em}.headline{font-size:1.02em;background:#f0f7f2;border-left:4px solid #2f9e5b;padding:.35em .7em;margin:.4em 0}
@@ -83,6 +83,15 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
+_BREAK = re.compile(r"([_,/])(?=.)")
+
+
+def _w(x: Any) -> str:
+    """_e for a table cell: a line may break after `_`, `,` and `/` (kernel names, lists of axes,
+    paths), so a column narrows at those points instead of anywhere in a word."""
+    return _BREAK.sub(r"\1<wbr>", _e(x))
+
+
 def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
 
@@ -103,7 +112,7 @@ def html_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, sortab
     if df.empty:
         return '<p class="muted">(none)</p>'
     cols = list(columns or df.columns)
-    head = "".join(f"<th>{_e(_title(c))}</th>" for c in cols)
+    head = "".join(f"<th>{_w(_title(c))}</th>" for c in cols)
     body = []
     more = 0
     if max_rows is not None and len(df) > max_rows:
@@ -123,7 +132,7 @@ def html_table(df: pd.DataFrame, columns: Optional[Sequence[str]] = None, sortab
                 attrs = ' class="bad"'
             elif c == "verdict" and isinstance(v, str) and v.startswith("tie"):
                 attrs = ' class="bad"'
-            cells.append(f"<td{attrs}>{_e(text)}</td>")
+            cells.append(f"<td{attrs}>{_e(text) if _is_num(v) else _w(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     klass = " ".join(x for x in ("sortable" if sortable else "", cls) if x)
     tail = f'<p class="muted">... and {more} more rows{f" (all of them: {_e(full)})" if full else ""}.</p>' if more else ""
@@ -140,11 +149,11 @@ def _matrix_html(sub: pd.DataFrame) -> str:
     order = sub.drop_duplicates("workload").sort_values(["batch", "workload_label"], kind="stable")
     cols = ["workload", "solution", "timed", "passed", "status", "latency_ms", "speedup", "speedup_vs_baseline"]
     by_pair = {(r["workload"], r["solution"]): r for r in _rows(sub, cols)}
-    head = "<th>workload</th>" + "".join(f"<th>{_e(s)}</th>" for s in sols)
+    head = "<th>workload</th>" + "".join(f"<th>{_w(s)}</th>" for s in sols)
     rows = []
     for w in _rows(order, ["workload", "workload_label", "batch"]):
         batch = w["batch"]
-        cells = [f'<td data-sort="{float(batch)!r}">{_e(w["workload_label"])}</td>' if _is_num(batch) else f"<td>{_e(w['workload_label'])}</td>"]
+        cells = [f'<td data-sort="{float(batch)!r}">{_w(w["workload_label"])}</td>' if _is_num(batch) else f"<td>{_w(w['workload_label'])}</td>"]
         for s in sols:
             r = by_pair.get((w["workload"], s))
             if r is None:
@@ -156,11 +165,11 @@ def _matrix_html(sub: pd.DataFrame) -> str:
                     text += f" · {fmt_speedup(r['speedup'])} ref"
                 if with_base and _is_num(r["speedup_vs_baseline"]):
                     text += f" · {fmt_speedup(r['speedup_vs_baseline'])} base"
-                cells.append(f'<td class="num" data-sort="{float(r["latency_ms"])!r}">{_e(text)}</td>')
+                cells.append(f'<td class="num cell" data-sort="{float(r["latency_ms"])!r}">{_e(text)}</td>')
             elif r["passed"]:
                 cells.append('<td class="bad">PASSED, no latency</td>')
             else:
-                cells.append(f'<td class="bad">{_e(r["status"])}</td>')
+                cells.append(f'<td class="bad">{_w(r["status"])}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table></div>")
@@ -280,9 +289,9 @@ def _headline_html(s: Summary, groups: Sequence[tuple]) -> str:
     links = {(d, hw): f"#g-{slug(d)}--{slug(hw)}" for d, hw in groups}
     rows = []
     for (d, hw), r in zip(groups, rows_of(t)):
-        cells = [f'<td><a href="{links[(d, hw)]}">{_e(d)}</a></td>', f"<td>{_e(hw)}</td>"]
+        cells = [f'<td><a href="{links[(d, hw)]}">{_w(d)}</a></td>', f"<td>{_w(hw)}</td>"]
         best = r["best solution"]
-        cells.append(f'<td class="{"bad" if best.startswith("(") else ""}">{_e(best)}</td>')
+        cells.append(f'<td class="{"bad" if best.startswith("(") else ""}">{_w(best)}</td>')
         sp = s.headline(d, hw).get("best_geomean_speedup")
         cells.append(f'<td class="num" data-sort="{float(sp)!r}">{_e(r["best vs ref"])}</td>' if _is_num(sp) else "<td></td>")
         for c in ("solutions correct", "workloads solved"):
@@ -403,7 +412,7 @@ def _people_table(view: pd.DataFrame, raw: pd.DataFrame) -> str:
     if view.empty:
         return '<p class="muted">(none)</p>'
     raw_by_title = {title(c): c for c in raw.columns}
-    head = "".join(f"<th>{_e(c.replace('(us)', f'({LATENCY_UNIT_HTML})'))}</th>" for c in view.columns)
+    head = "".join(f"<th>{_w(c.replace('(us)', f'({LATENCY_UNIT_HTML})'))}</th>" for c in view.columns)
     body = []
     raw_rows = rows_of(raw)
     for i, r in enumerate(rows_of(view)):
@@ -417,7 +426,7 @@ def _people_table(view: pd.DataFrame, raw: pd.DataFrame) -> str:
             elif _is_num(v):
                 cells.append(f'<td class="num" data-sort="{float(v)!r}">{_e(r[c])}</td>')
             else:
-                cells.append(f"<td>{_e(r[c])}</td>")
+                cells.append(f"<td>{_w(r[c])}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table></div>")

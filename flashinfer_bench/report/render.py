@@ -267,10 +267,10 @@ class Doc:
                 _, level, text = part
                 if fmt == "markdown":
                     out.append("#" * level + " " + text + "\n")
-                else:
-                    text = shorten(text, WIDTH)
+                else:  # a long heading (a definition on a device) wraps; the rule spans its widest line
+                    lines = textwrap.wrap(text, width=WIDTH, break_long_words=True, break_on_hyphens=False) or [""]
                     rule = "=" if level <= 2 else "-"
-                    out.append(text + "\n" + rule * len(text) + "\n")
+                    out.append("\n".join(lines) + "\n" + rule * max(len(x) for x in lines) + "\n")
             elif kind == "p":
                 out.append((part[1] if fmt == "markdown" else wrap_para(part[1])) + "\n")
             elif kind == "ul":

@@ -30,9 +30,14 @@ DATASHEET_PEAK_GBPS: List[Tuple[str, float]] = [
 ]
 
 
+_NAMES = ("H100", "H200", "A100", "L40S", "B200")  # a name holding none of these matches no pattern
+
+
 @functools.lru_cache(maxsize=4096)
 def datasheet_peak_gbps(hardware: str) -> Optional[float]:
     """Nominal DRAM bandwidth of a known device, None when the name is not known."""
+    if not any(n in (hardware or "") for n in _NAMES):
+        return None
     for pattern, gbps in DATASHEET_PEAK_GBPS:
         if re.search(pattern, hardware or ""):
             return gbps

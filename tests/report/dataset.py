@@ -135,3 +135,46 @@ def build() -> TraceSet:
     ts.add_trace(passed(rms.name, "deleted_solution", wls[8], H100, 0.02, 0.03))
     ts.add_trace(passed("removed_definition", "old_sol", Workload(axes={"n": 3}, uuid="gone-1"), H100, 0.1, 0.2))
     return ts
+
+
+# ---- wide: long names, many solutions, workloads with four axes (what has to fit 120 columns)
+LONG_HW = "NVIDIA H100 80GB HBM3 (node gpu-cluster-a17-rack-04, driver 580.65.06, CUDA 13.0)"
+
+
+def paged_def() -> Definition:
+    return Definition(
+        name="gqa_paged_decode_h32_kv8_d128_ps1_with_a_rather_long_definition_name", op_type="gqa_paged",
+        axes={"batch_size": AxisVar(), "num_pages": AxisVar(), "len_indptr": AxisVar(), "num_kv_indices": AxisVar(),
+              "num_qo_heads": AxisConst(value=32)},
+        inputs={"q": TensorSpec(shape=["batch_size", "num_qo_heads"], dtype=DType.BFLOAT16),
+                "kv_indptr": TensorSpec(shape=["len_indptr"], dtype=DType.INT32),
+                "kv_indices": TensorSpec(shape=["num_kv_indices"], dtype=DType.INT32),
+                "k_cache": TensorSpec(shape=["num_pages", "num_qo_heads"], dtype=DType.BFLOAT16)},
+        outputs={"out": TensorSpec(shape=["batch_size", "num_qo_heads"], dtype=DType.BFLOAT16)},
+        reference="import torch\n\ndef run(q, kv_indptr, kv_indices, k_cache):\n    return q\n",
+    )
+
+
+SPEEDUPS = (0.0049, 0.03, 0.5, 0.97, 1.0, 1.7, 3.3, 12.0, 31.0, 250.0)
+
+
+def wide() -> TraceSet:
+    """One definition with four var axes, ten solutions with long names (speedups 0.0049x to
+    250x, one failing on two workloads), on a device with a long name."""
+    ts = TraceSet()
+    d = paged_def()
+    ts.add_definition(d)
+    sols = [f"{d.name[:20]}_solution_variant_{i:02d}_{lang}" for i, lang in enumerate(["triton", "cuda"] * 5)]
+    for s in sols:
+        ts.add_solution(solution(s, d.name, "someone_with_a_long_author_name"))
+    for b, pages in ((1, 32), (16, 20000), (64, 80000), (64, 300000)):
+        w = Workload(axes={"batch_size": b, "num_pages": pages, "len_indptr": b + 1, "num_kv_indices": b * 256},
+                     uuid=f"uuid-{b}-{pages}-0123456789abcdef")
+        ts.add_workload(w, definition=d.name)
+        ref = 0.002 + b * 0.0001
+        for s, sp in zip(sols, SPEEDUPS):
+            if sp == 31.0 and b == 64:
+                ts.add_trace(failed(d.name, s, w, LONG_HW, EvaluationStatus.RUNTIME_ERROR, "CUDA error: misaligned address"))
+                continue
+            ts.add_trace(passed(d.name, s, w, LONG_HW, ref / sp, ref, 0.02, {"peak_gbps": 3000.0}))
+    return ts

@@ -72,6 +72,39 @@ def test_clicking_a_header_sorts_numerically(browser, html_report):
     assert browser.console_errors() == []
 
 
+OVERFLOW_JS = """
+(() => {
+  const doc = document.documentElement;
+  const boxes = Array.from(document.querySelectorAll('.scroll, pre, table, .plots, nav'));
+  const wide = boxes.filter(b => b.scrollWidth > b.clientWidth + 1 && b.tagName !== 'PRE')
+                    .map(b => b.tagName + ' ' + b.scrollWidth + '>' + b.clientWidth + ' after ' +
+                         (b.previousElementSibling ? b.previousElementSibling.textContent.slice(0, 60) : ''));
+  const right = Array.from(document.querySelectorAll('table, img, figure'))
+                     .filter(e => e.getBoundingClientRect().right > doc.clientWidth + 1).length;
+  return {page: doc.scrollWidth, view: doc.clientWidth, wide, right};
+})()
+"""
+
+
+@pytest.mark.parametrize("which", ["test", "wide"])
+def test_nothing_overflows_at_1400px(browser, html_report, tmp_path, which):
+    """At a 1400 px wide window no table, plot or heading is wider than the page: long names
+    and long lists of axes wrap inside their cells (the text report shortens them instead)."""
+    from flashinfer_bench.report import write_report
+
+    from . import dataset as ds
+
+    if which == "wide":
+        root = tmp_path / "ds"
+        ds.wide().to_path(root)
+        page = write_report(root, tmp_path / "h")
+    else:
+        page = html_report
+    browser.open(page.resolve().as_uri(), width=1400)
+    r = browser.evaluate(OVERFLOW_JS)
+    assert r["page"] <= r["view"] and r["wide"] == [] and r["right"] == 0, r
+
+
 def test_a_broken_page_is_caught(tmp_path):
     """The checker itself: a page with a script error and a console.error must be reported."""
     page = tmp_path / "broken.html"
