@@ -18,16 +18,32 @@ from ..data.charge import charged_party
 from .client import evaluate_via_worker, resolve_device
 from .config import BenchmarkConfig, EvalConfig
 from .loader import build_solution
+from .skips import skip_reason
 
 log = logging.getLogger("flashinfer_bench.benchmark")
+
+
+def _show_progress() -> None:
+    """Progress at INFO on stderr, as the pipeline shows it, unless the application configured
+    logging itself (a run_all() once stayed silent for 20 minutes under the default WARNING)."""
+    if logging.getLogger().handlers or log.handlers:
+        return
+    h = logging.StreamHandler()
+    h.setFormatter(logging.Formatter("[flashinfer-bench] %(message)s"))
+    log.addHandler(h)
+    log.setLevel(logging.INFO)
 
 
 class Benchmark:
     def __init__(self, trace_set: TraceSet, config: Optional[BenchmarkConfig] = None) -> None:
         self.trace_set = trace_set
         self.config = config or BenchmarkConfig()
-        self.eval_config: EvalConfig = self.config.to_eval_config()
-        self.device = resolve_device(self.eval_config.device)
+        self.device = resolve_device(self.config.to_eval_config().device)
+        self.eval_config: EvalConfig = self.config.to_eval_config(self.device)
+        # (definition, solution, workload uuid, reason) of the pairs not evaluated on this device:
+        # the pipeline's rules (bench/skips.py), reported instead of failed traces
+        self.skipped: List[Tuple[str, str, str, str]] = []
+        _show_progress()
         self._builds: Dict[str, dict] = {}
         # evaluations that failed because of the dataset or the machine: never saved as traces
         self.charged_failures: List[Trace] = []
@@ -63,7 +79,7 @@ class Benchmark:
 
     def _evaluate(self, definition: Definition, solution: Solution, workload: Workload) -> Trace:
         build = self._build(solution, definition)
-        cfg = self.config.eval_config_for(definition.name, definition.op_type)
+        cfg = self.config.eval_config_for(definition.name, definition.op_type, self.device)
         t = evaluate_via_worker(definition, solution, workload, build, cfg, self.trace_set.root, self.device)
         ev = t.evaluation
         if ev is not None and ev.status.value == "PASSED":
@@ -111,6 +127,11 @@ class Benchmark:
                 wl = wl_line.workload
                 for sol in sols:
                     if (wl.uuid, sol.name) in done:
+                        continue
+                    why = skip_reason(definition, sol, wl.axes, self.device, self.config.cpu_limits)
+                    if why:
+                        self.skipped.append((definition.name, sol.name, wl.uuid, why))
+                        log.info("%s / %s / %s: SKIPPED (%s)", definition.name, sol.name, wl.uuid, why)
                         continue
                     if sol.name in timed_out:
                         t = self._skipped(definition, sol, wl, timed_out[sol.name])

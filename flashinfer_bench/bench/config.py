@@ -111,6 +111,13 @@ def merge_evaluation(base: Dict[str, Any], *layers: Optional[Dict[str, Any]]) ->
     return ev
 
 
+# The evaluation settings both doors start from (issue 16): the pipeline's config.yaml
+# `evaluation` and `cpu.evaluation` hold the same values (tests/bench/test_skips.py keeps them
+# equal), and `BenchmarkConfig` fills what its user left unset from them.
+DEFAULT_EVALUATION: Dict[str, Any] = {"warmup_runs": 10, "iterations": 50, "num_trials": 3, "timeout_s": 300, "max_time_s": 0.35}
+CPU_EVALUATION: Dict[str, Any] = {"warmup_runs": 1, "iterations": 5, "num_trials": 2, "timeout_s": 120, "max_time_s": 0.5}
+
+
 class BenchmarkConfig(BaseModel):
     """The seeds' / upstream's `BenchmarkConfig`. None means "our default" (see EvalConfig)."""
 
@@ -137,17 +144,22 @@ class BenchmarkConfig(BaseModel):
     # same names): e.g. {"sampling": {"check": {"kind": "sampling", "samples": 20000}}}
     op_type_evaluation: Dict[str, Dict[str, Any]] = Field(default_factory=dict)
     definition_evaluation: Dict[str, Dict[str, Any]] = Field(default_factory=dict)
+    # CPU size limits (the pipeline config's `cpu:` keys); None = the pipeline's defaults
+    cpu_limits: Optional[Dict[str, float]] = None
 
-    def eval_config_for(self, definition: str, op_type: str) -> EvalConfig:
+    def eval_config_for(self, definition: str, op_type: str, device: Optional[str] = None) -> EvalConfig:
         """The EvalConfig of one definition: `to_eval_config()` under its op type's and its own overrides."""
-        base = self.to_eval_config()
+        base = self.to_eval_config(device)
         layers = (self.op_type_evaluation.get(op_type), self.definition_evaluation.get(definition))
         if not any(layers):
             return base
         return EvalConfig(**merge_evaluation(base.model_dump(exclude_unset=True), *layers))
 
-    def to_eval_config(self) -> EvalConfig:
-        fields: Dict[str, Any] = {"device": self.device, "profile_baseline": self.profile_baseline}
+    def to_eval_config(self, device: Optional[str] = None) -> EvalConfig:
+        """The evaluator's settings: the pipeline's defaults for `device` (the resolved device; the
+        CPU gets the pipeline's CPU settings), under what this config sets."""
+        fields: Dict[str, Any] = dict(CPU_EVALUATION if (device or self.device) == "cpu" else DEFAULT_EVALUATION)
+        fields.update(device=self.device, profile_baseline=self.profile_baseline)
         for ours, theirs in (
             ("warmup_runs", "warmup_runs"),
             ("iterations", "iterations"),

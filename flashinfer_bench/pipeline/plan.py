@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -28,6 +27,7 @@ from flashinfer_bench.data.validate import (
     workload_problems,
 )
 
+from flashinfer_bench.bench.skips import GPU_LANGS, INTERPRETED_LANGS, cpu_skip_reason
 from flashinfer_bench.device import detect_device
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
 
@@ -45,8 +45,6 @@ def evaluator_version() -> str:
         h.update(p.read_bytes())
     return f"{HARNESS_VERSION}-{h.hexdigest()[:12]}"
 
-_GPU_LANGS = {"cuda", "cpp"}
-_INTERPRETED_LANGS = {"triton", "tilelang"}
 
 
 def canonical(obj: Any) -> str:
@@ -252,10 +250,10 @@ def build_plan(
     for s in sorted(plan.solutions.values(), key=lambda s: s.name):
         d = plan.definitions[s.definition]
         lang = s.spec.language.value
-        interpreted = lang in _INTERPRETED_LANGS
+        interpreted = lang in INTERPRETED_LANGS
         for uuid, wl_json in plan.workloads.get(d.name, {}).items():
             if plan.device == "cpu":
-                if lang in _GPU_LANGS:
+                if lang in GPU_LANGS:
                     plan.skipped.append(Skipped(d.name, s.name, uuid, f"{lang} solution needs a GPU (compiled only)"))
                     continue
                 key = (d.name, uuid, interpreted)
@@ -346,54 +344,3 @@ def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, s
         }
         for j in plan.jobs
     }
-
-
-def cpu_skip_reason(d: Definition, s: Solution, axes: Dict[str, int], limits: Dict[str, float]) -> Optional[str]:
-    """Why a workload is too big to evaluate on the CPU (None when it fits).
-
-    Native code: only tensors whose size varies with the workload count (a fixed 4096x4096 weight
-    is cheap to make and to read). Interpreted languages (Triton under TRITON_INTERPRET, TileLang)
-    get a lower limit and count every tensor: the interpreter's time grows with all the data a
-    call touches (a GEMM with a 4096x4096 weight takes ~8 s a call at M=1).
-    """
-    var = {k: v for k, v in axes.items() if k in d.var_axes}
-    try:
-        values = d.axis_values(var)
-    except ValueError:
-        return None
-    interpreted = s.spec.language.value in _INTERPRETED_LANGS
-    n = 0
-    for specs in (d.inputs, d.outputs):
-        for spec in specs.values():
-            if spec.shape and (interpreted or any(a in d.var_axes for a in spec.shape)):
-                n = max(n, math.prod(values[a] for a in spec.shape))
-    key = "max_elements_interpreted" if interpreted else "max_elements"
-    limit = limits.get(key)
-    if limit is not None and n > limit:
-        return f"{n} elements is above the CPU limit cpu.{key}={int(limit)}"
-    limit = limits.get("max_bytes")
-    if limit is not None:
-        nbytes = d.bytes_moved(var)
-        if nbytes > limit:
-            return f"{nbytes / 2**20:.0f} MiB of tensors is above the CPU limit cpu.max_bytes={limit / 2**20:.0f} MiB"
-    flops = d.flop_count(var)
-    estimated = flops is None
-    if estimated:
-        flops = work_estimate(d, values)
-    limit = limits.get("max_flops")
-    if flops is not None and limit is not None and flops > limit:
-        what = "estimated operations (no `flops` in the definition)" if estimated else "FLOP"
-        return f"{flops:.3g} {what} is above the CPU limit cpu.max_flops={limit:.3g}"
-    return None
-
-
-def work_estimate(d: Definition, values: Dict[str, int]) -> float:
-    """Operations a definition without a `flops` field likely needs: the largest product of the
-    axes two of its tensors span together (a GEMM's A[M,K] and B[N,K] give M*N*K; an elementwise
-    op gives its tensor's size). Twice that, as a multiply-add counts two."""
-    shapes = [set(s.shape) for s in list(d.inputs.values()) + list(d.outputs.values()) if s.shape]
-    best = 0
-    for i, a in enumerate(shapes):
-        for b in shapes[i:]:
-            best = max(best, math.prod(values[x] for x in a | b))
-    return 2.0 * best
