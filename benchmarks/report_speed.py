@@ -2,7 +2,7 @@
 tables, CSVs) on generated traces. Prints a table: case, traces, devices, cold s, warm s.
 
     python benchmarks/report_speed.py [--cases tests,example,example3,hw50k] [--repeat 3] [--timeout 600]
-                                      [--modes cold,warm,warm+mpl] [--src DIR]
+                                      [--modes cold,warm,warm+mpl,rerun] [--src DIR]
 
 Cases (every dataset is written to a temporary directory; nothing here touches dataset/):
   tests     the report tests' dataset (tests/report/dataset.py): 4 definitions, 3 devices
@@ -12,11 +12,13 @@ Cases (every dataset is written to a temporary directory; nothing here touches d
   hw50k     50,000 traces over the example dataset's pairs, every trace on a hardware of its own
             name (issue 17: "did not finish in 11 minutes")
 
-cold: `python -S job_main.py report ...` in a fresh process, as the rule runs it without the job
-server (imports included). warm: the same job in a child forked from a process that has imported
+Each cell: wall seconds (CPU seconds of the job, less sensitive to other load on a shared machine).
+cold: `python -S scripts/report.py ...` (before: `job_main.py report`) in a fresh process, as the
+rule runs it without the job server (imports included). warm: the same job in a child forked from a process that has imported
 what the job server preloads for workflow jobs (`pipeline/job_server.py: PRELOAD`, before that
 `compile/zygote.py`), as a local run does. warm+mpl: the same with matplotlib's Figure and SVG
-backend preloaded too. Medians of --repeat runs (hw50k: one run each). A run over --timeout
+backend preloaded too. rerun: warm+mpl into the folder of an earlier report of the same traces
+(the pipeline's re-run: unchanged plots come from the report's plot cache). Medians of --repeat runs (hw50k: one run each). A run over --timeout
 prints "> T".
 
 --src DIR measures another source tree (e.g. `git archive HEAD | tar -x -C DIR`, for a before/
@@ -133,30 +135,48 @@ def tests_dataset(root: Path) -> int:
     return sum(1 for t in ts.all_traces() if not t.is_workload)
 
 
-def _args(root: Path, out: Path) -> List[str]:
+def _job(root: Path, out: Path) -> tuple:
+    """(script, argv) of the report stage as the workflow's rule runs it: scripts/report.py (the
+    rule's entry since the job scripts moved there), else pipeline/job_main.py report."""
     notes = out / "notes.json"
     notes.parent.mkdir(parents=True, exist_ok=True)
     notes.write_text(json.dumps({"skipped": [
-        {"definition": "x", "solution": "y", "workload": "z", "reason": "CUDA solution needs a GPU"}], "problems": []}))
-    return ["report", "--dataset", str(root), "--plan-notes", str(notes), "--summary", str(out / "report/summary.txt"),
-            "--html", str(out / "report/index.html"), "--log", str(out / "report.log"), "--save-results", "True"]
+        {"definition": "x", "solution": "y", "workload": "z", "reason": "CUDA solution needs a GPU"}], "problems": [],
+        "by_file": {}}))
+    script = SRC / "scripts" / "report.py"
+    if script.is_file():
+        return script, ["--dataset", str(root), "--plan-notes", str(notes), "--summary-out", str(out / "report/summary.txt"),
+                        "--html-out", str(out / "report/index.html"), "--log", str(out / "report.log"),
+                        "--save-results", "True"]
+    return SRC / "flashinfer_bench/pipeline/job_main.py", [
+        "report", "--dataset", str(root), "--plan-notes", str(notes), "--summary", str(out / "report/summary.txt"),
+        "--html", str(out / "report/index.html"), "--log", str(out / "report.log"), "--save-results", "True"]
 
 
-def cold(root: Path, out: Path, timeout: float) -> Optional[float]:
+def _cpu_children() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def cold(root: Path, out: Path, timeout: float) -> Optional[tuple]:
     env = {k: v for k, v in os.environ.items() if k != "FIB_BUILD_ZYGOTE"}
     env["FIB_BUILD_ZYGOTE"] = "0"
     env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    c0 = _cpu_children()
     t0 = time.perf_counter()
     try:
-        p = subprocess.run([sys.executable, "-S", str(SRC / "flashinfer_bench/pipeline/job_main.py"), *_args(root, out)],
-                           capture_output=True, text=True, env=env, timeout=timeout)
+        script, argv = _job(root, out)
+        p = subprocess.run([sys.executable, "-S", str(script), *argv], capture_output=True, text=True, env=env,
+                           timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-2000:] + p.stderr[-4000:])
         raise SystemExit("report job failed")
-    return wall
+    return wall, _cpu_children() - c0
 
 
 MPL = ("matplotlib.figure", "matplotlib.backends.backend_svg")
@@ -178,24 +198,35 @@ def _preload(extra: tuple = ()) -> None:
             pass
 
 
-def warm(root: Path, out: Path, timeout: float, extra: tuple = ()) -> Optional[float]:
+def warm(root: Path, out: Path, timeout: float, extra: tuple = ()) -> Optional[tuple]:
     _preload(extra)
-    argv = _args(root, out)
+    script, argv = _job(root, out)
     t0 = time.perf_counter()
     pid = os.fork()
-    if pid == 0:  # the zygote's child: run the job, exit with its status
+    if pid == 0:  # the job server's child: run the job's script, exit with its status
         rc = 1
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
-            from flashinfer_bench.pipeline import job_main
+            if script.name == "job_main.py":
+                from flashinfer_bench.pipeline import job_main
 
-            rc = job_main.main(argv)
+                rc = job_main.main(argv)
+            else:
+                import runpy
+
+                os.environ["FIB_JOB_SERVED"] = "1"  # what the server sets: the script runs on here
+                sys.argv = [str(script), *argv]
+                sys.path.insert(0, str(script.parent))
+                runpy.run_path(str(script), run_name="__main__")
+                rc = 0
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         finally:
             os._exit(rc)
     deadline = t0 + timeout
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done:
             break
         if time.perf_counter() > deadline:
@@ -206,17 +237,19 @@ def warm(root: Path, out: Path, timeout: float, extra: tuple = ()) -> Optional[f
     wall = time.perf_counter() - t0
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit("report job failed (warm)")
-    return wall
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def _median(xs: List[Optional[float]]) -> Optional[float]:
+def _median(xs: List[Optional[tuple]]) -> Optional[tuple]:
+    """The run of median wall time, as (wall, cpu)."""
     if any(x is None for x in xs):
         return None
     return sorted(xs)[len(xs) // 2]
 
 
-def _cell(x: Optional[float], timeout: float) -> str:
-    return f"> {timeout:.0f}" if x is None else f"{x:.2f}"
+def _cell(x: Optional[tuple], timeout: float) -> str:
+    """wall (cpu): CPU seconds of the job itself, which other load on the machine changes less."""
+    return f"> {timeout:.0f}" if x is None else f"{x[0]:.2f} ({x[1]:.2f})"
 
 
 def main() -> None:
@@ -225,7 +258,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per report run")
     ap.add_argument("--keep", action="store_true", help="keep the generated datasets and reports (printed)")
-    ap.add_argument("--modes", default="cold,warm,warm+mpl")
+    ap.add_argument("--modes", default="cold,warm,warm+mpl,rerun")
     ap.add_argument("--src", help="source tree to measure (default: this checkout)")
     a = ap.parse_args()
     global SRC
@@ -259,6 +292,9 @@ def main() -> None:
                 reps = 1 if n > 10_000 else a.repeat
                 if mode == "cold":
                     t = _median([cold(root, base / case / f"cold{i}", a.timeout) for i in range(reps)])
+                elif mode == "rerun":  # the report folder of an earlier report of the same traces
+                    warm(root, base / case / "rerun", a.timeout, MPL)
+                    t = _median([warm(root, base / case / "rerun", a.timeout, MPL) for i in range(reps)])
                 else:
                     extra = MPL if mode == "warm+mpl" else ()
                     t = _median([warm(root, base / case / f"{mode}{i}", a.timeout, extra) for i in range(reps)])
@@ -269,7 +305,7 @@ def main() -> None:
             print(f"kept: {base}", file=sys.stderr)
         else:
             shutil.rmtree(base, ignore_errors=True)
-    head = ("case", "traces", "devices", *(f"{m} s" for m in modes))
+    head = ("case", "traces", "devices", *(f"{m} s (cpu s)" for m in modes))
     rows = list(rows.values())
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     print("  ".join(h.ljust(w) if i < 1 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))))

@@ -19,7 +19,7 @@ import pandas as pd
 from flashinfer_bench.data import EvaluationStatus, TraceSet
 
 from .frame import rows_of
-from .plots import EXT, MIME, PLOT_KINDS, group_plots, records, unavailable
+from .plots import EXT, MIME, PLOT_KINDS, PlotCache, cached_group_plots, records, unavailable
 from .render import fmt_number, title, to_csv
 from .roofline import roofline_table
 from .summary import MAX_DEVICES, Summary, headline_text, summarize
@@ -31,6 +31,7 @@ LOG_CAP = 20000
 SKIPPED_COLUMNS = ["definition", "solution", "workload", "reason"]
 MAX_FAILURES = 300  # failures listed with their logs; the rest are counted (all are in matrix.csv)
 MAX_FOLDED = 100  # rows of a folded-devices table in the page (all are in headlines.csv)
+PLOT_CACHE = ".plot-cache"  # in the report's folder: the last report's plots by content (PlotCache)
 MAX_TABLE_ROWS = 5000  # rows of a standalone table (tables/*.html); the CSV next to it has all
 NO_REASON = "no trace: not benchmarked (a pipeline run lists why it skipped a pair in results/plan/notes.json; --skipped FILE)"
 NO_REASON_RUN = "no trace: not selected for this run (--definitions/--solutions), or its trace did not load (see the notes)"
@@ -265,14 +266,18 @@ def _skipped_html(skipped: Sequence[Mapping[str, Any]]) -> str:
     return f"<p>{len(skipped)} (solution, workload) pairs have no trace:</p><ul>{head}</ul>" + html_table(skipped_groups(skipped))
 
 
-def _group_assets(s: Summary, groups: Optional[Sequence[tuple]] = None) -> Dict[tuple, Dict[str, Optional[bytes]]]:
+def _group_assets(s: Summary, groups: Optional[Sequence[tuple]] = None,
+                  cache: Optional[PlotCache] = None) -> Dict[tuple, Dict[str, Optional[bytes]]]:
     """The plots of every (definition, hardware) group in `groups` (default: all): the frame is
-    split once, in plain rows."""
+    split once, in plain rows; `cache` keeps plots whose rows did not change since the last report."""
     if s.frame.empty:
         return {}
     groups = list(s.groups() if groups is None else groups)
     split = Split(s.frame)
-    return {(d, hw): group_plots(records(split.get((d, hw))), group_title(d, hw)) for d, hw in groups}
+    out = {(d, hw): cached_group_plots(records(split.get((d, hw))), group_title(d, hw), cache) for d, hw in groups}
+    if cache is not None:
+        cache.prune()
+    return out
 
 
 PLOT_CAPTIONS = {
@@ -622,9 +627,9 @@ def build_report(trace_set: Union[TraceSet, PathLike, Sequence[PathLike]], out_d
     s = summary if summary is not None else summarize(ts, empty_reason=_why_empty(ts, sources))
     shown, folded = s.sections(max_devices)
     no_plots = unavailable() if shown else ""
-    plots = {} if no_plots else _group_assets(s, shown)
-    skipped_list = not_run(ts, s.frame, [dict(x) for x in (skipped or [])], no_reason=no_reason)
     out = Path(out_dir)
+    plots = {} if no_plots else _group_assets(s, shown, PlotCache(out / PLOT_CACHE) if assets else None)
+    skipped_list = not_run(ts, s.frame, [dict(x) for x in (skipped or [])], no_reason=no_reason)
     index = out / "index.html"
     roof = roofline_table(s.frame)
     _write_text(index, render_html(s, plots, skipped_list, title=title, sources=sources, roof=roof, max_devices=max_devices,

@@ -300,6 +300,101 @@ def peak_bw_plot(sub: Rows, title: str) -> Optional[bytes]:
     return c.svg()
 
 
+_VERSION: List[str] = []
+
+
+def _version() -> str:
+    """What a cached plot depends on besides its data: this module's and units.py's code and
+    matplotlib's version."""
+    if not _VERSION:
+        import hashlib
+        from pathlib import Path
+
+        h = hashlib.sha256(_mpl()["matplotlib"].__version__.encode())
+        for f in ("plots.py", "units.py"):
+            h.update((Path(__file__).parent / f).read_bytes())
+        _VERSION.append(h.hexdigest()[:16])
+    return _VERSION[0]
+
+
+class PlotCache:
+    """Plots kept from the last report in a folder, keyed by what they are drawn from (the rows,
+    the title, the plotting code): a re-run after one solution changed redraws the plots of its
+    definition only. Entries this report did not use are removed when it is done."""
+
+    def __init__(self, folder: Any):
+        from pathlib import Path
+
+        self.dir = Path(folder)
+        self.used: set = set()
+        self.hits = self.misses = 0
+
+    def key(self, rows: Sequence[Row], title: str) -> str:
+        import hashlib
+        import json
+
+        cols = [c for c in COLUMNS]
+        data = [[r.get(c) for c in cols] for r in rows]
+        blob = json.dumps([_version(), title, cols, data], default=str, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:32]
+
+    def get(self, key: str) -> Optional[Dict[str, Optional[bytes]]]:
+        marker = self.dir / f"{key}.json"
+        if not marker.is_file():
+            return None
+        import json
+
+        try:
+            kinds = json.loads(marker.read_text())
+            out = {k: ((self.dir / f"{key}.{k}.{EXT}").read_bytes() if kinds.get(k) else None) for k in PLOT_KINDS}
+        except (OSError, ValueError):
+            return None
+        self.used.add(key)
+        self.hits += 1
+        return out
+
+    def put(self, key: str, plots: Mapping[str, Optional[bytes]]) -> None:
+        import json
+        import os
+
+        self.misses += 1
+        self.used.add(key)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            for k, v in plots.items():
+                if v is not None:
+                    tmp = self.dir / f".{key}.{k}.{os.getpid()}.tmp"
+                    tmp.write_bytes(v)
+                    os.replace(tmp, self.dir / f"{key}.{k}.{EXT}")
+            (self.dir / f"{key}.json").write_text(json.dumps({k: v is not None for k, v in plots.items()}))
+        except OSError:
+            pass  # a cache that cannot be written only costs the next report its time
+
+    def prune(self) -> None:
+        if not self.dir.is_dir():
+            return
+        for f in self.dir.iterdir():
+            if f.name.split(".", 1)[0] not in self.used:
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
+
+
+def cached_group_plots(sub: Rows, title: str, cache: Optional[PlotCache] = None) -> Dict[str, Optional[bytes]]:
+    """group_plots, from `cache` when the same rows were plotted before with the same code."""
+    rows = records(sub)
+    if cache is None:
+        return group_plots(rows, title)
+    key = cache.key(rows, title)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    out = group_plots(rows, title)
+    cache.put(key, out)
+    return out
+
+
 def group_plots(sub: Rows, title: str) -> Dict[str, Optional[bytes]]:
     """All plots of one (definition, hardware) group, by kind; None where there is nothing to plot
     (fewer than two timed results: a plot of one point says nothing its table row does not)."""

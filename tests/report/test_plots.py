@@ -141,3 +141,21 @@ def test_matplotlib_only_where_plots_are_made(small_dataset_dir, tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert list((tmp_path / "plots").glob("*.svg"))
+
+
+def test_plot_cache_redraws_only_what_changed(tmp_path):
+    """A report re-run keeps the plots whose rows did not change (same bytes) and redraws the
+    others; entries the run did not use are removed."""
+    cache = plots.PlotCache(tmp_path / "c")
+    a, b = _rows(), _rows(sols=("x", "y"))
+    first = [plots.cached_group_plots(r, "t", cache) for r in (a, b)]
+    assert (cache.hits, cache.misses) == (0, 2)
+    cache.prune()
+    again = plots.PlotCache(tmp_path / "c")
+    changed = _rows(sols=("x", "y"), latency_ms=0.5)
+    second = [plots.cached_group_plots(r, "t", again) for r in (a, changed)]
+    assert (again.hits, again.misses) == (1, 1)
+    assert second[0] == first[0] and second[1]["latency"] != first[1]["latency"]
+    again.prune()
+    keys = {f.name.split(".")[0] for f in (tmp_path / "c").iterdir()}
+    assert len(keys) == 2 and again.key(b, "t") not in keys
