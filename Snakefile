@@ -42,8 +42,9 @@ onstart:
     from flashinfer_bench.atomic import atomic_write_text
     from flashinfer_bench.pipeline.prestart import prestart_workers, should_prestart
 
-    # The report job reads the plan's notes from this file (too long for its command line).
-    _notes = canonical({"skipped": SKIPPED, "problems": [str(p) for p in PLAN.problems]}) + "\n"
+    # The validation and report jobs read the plan's notes from this file (too long for their
+    # command lines).
+    _notes = PLAN.notes_json()
     if not Path(PLAN_NOTES).is_file() or Path(PLAN_NOTES).read_text() != _notes:
         atomic_write_text(PLAN_NOTES, _notes)
 

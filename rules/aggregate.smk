@@ -11,11 +11,15 @@ rule aggregate:
     log:
         f"{RESULTS}/logs/aggregate/{{definition}}.log",
     params:
+        op_type=lambda wc: PLAN.definitions[wc.definition].op_type,
         save_results=config.get("save_results", True),
     localrule: True
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        "{JOB_CMD} aggregate --dataset {config[dataset]:q} --definition {wildcards.definition:q} --out {output:q}"
-        " --log {log:q} --save-results {params.save_results} {input:q}"
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/aggregate.py" --dataset "$FIB_RUN_DATASET"'
+        " --definition {wildcards.definition:q} --op-type {params.op_type:q} --out {output:q} --log {log:q}"
+        " --save-results {params.save_results} --trace-files {input:q}"
 
 
 AGGREGATE_OUTPUTS = [f"{RESULTS}/aggregate/{d}.jsonl" for d in JOBS_BY_DEF]

@@ -7,19 +7,21 @@ rule benchmark:
         build=f"{RESULTS}/builds/{{solution}}.json",
     output:
         f"{RESULTS}/traces/{{definition}}/{{solution}}/{{uuid}}.json",
-    # no `log:` directive (Snakemake expands it for every job while building the DAG): the thin
-    # client writes results/logs/benchmark/<definition>/<solution>/<uuid>.log (path in params)
+    log:
+        f"{RESULTS}/logs/benchmark/{{definition}}/{{solution}}/{{uuid}}.log",
     params:
         # one dict per job from BENCH_PARAMS (computed once at parse time: Snakemake calls every
         # params function of every job): `args`, the thin client's arguments, shell-quoted
         # (workload JSON, evaluation settings, dataset-relative definition and solution files,
-        # device, and the job's build/output/log paths), plus what else must re-run the job when
+        # device, and the job's build and output paths), plus what else must re-run the job when
         # it changes (the definition's digest, the evaluator version)
         job=benchmark_job_params,
     resources:
         **BENCH_RESOURCES,
     priority: 5
-    # shell + a stdlib-only client (not script:): ~50 ms a job instead of ~0.8 s of imports.
+    conda:
+        "../envs/flashinfer-bench.yaml"
     # Few fields: Snakemake formats this command several times per job, also in dry runs.
     shell:
-        "{THIN_CLIENT_CMD} {params.job[args]} --dataset {config[dataset]:q} --cache-dir='{CACHE_DIR}'"
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/benchmark.py" {params.job[args]} --log {log:q}'
+        ' --dataset "$FIB_RUN_DATASET" --cache-dir "$FIB_RUN_CACHE"'

@@ -4,6 +4,8 @@ import os
 import sys
 from pathlib import Path
 
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
 from flashinfer_bench.pipeline.plan import benchmark_params, build_plan, canonical, definition_digest, trace_file
 from flashinfer_bench.pipeline.settings import toolchain_fingerprint
 
@@ -61,19 +63,33 @@ wildcard_constraints:
     uuid="[^/]+",
 
 
-PIPELINE_PKG = Path(workflow.basedir) / "flashinfer_bench" / "pipeline"
-if not (PIPELINE_PKG / "thin_client.py").exists():  # installed wheel: the package holds it
-    import flashinfer_bench.pipeline as _pl
+# What the jobs' command lines take from their environment (`$FIB_RUN_*` in each rule's shell):
+# not params, so that moving the dataset or the artifact cache re-runs nothing, and not Snakefile
+# variables, which `snakemake --lint` flags in a shell command. A cluster job's Snakemake parses
+# this file again and sets the same values. Jobs run the Python that runs Snakemake, with -S
+# (site-packages only when a job needs them: scripts/_job.py), unless `--sdm conda` has each
+# job activate the rules' conda environment (envs/flashinfer-bench.yaml).
+_conda = workflow.deployment_settings is not None and DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+os.environ["FIB_RUN_PYTHON"] = "python" if _conda else sys.executable
+os.environ["FIB_RUN_SCRIPTS"] = str(Path(workflow.basedir) / "scripts")
+os.environ["FIB_RUN_DATASET"] = str(DATASET)
+os.environ["FIB_RUN_CACHE"] = config.get("cache_dir") or ""
 
-    PIPELINE_PKG = Path(_pl.__file__).parent
-# -S: no site-packages until a job needs them (both scripts are stdlib-only on their fast path)
-THIN_CLIENT_CMD = f"{sys.executable} -S {PIPELINE_PKG / 'thin_client.py'}"
-CACHE_DIR = config.get("cache_dir") or ""
-# validate/compile/aggregate/report jobs: a plain command, not Snakemake's script: wrapper
-JOB_CMD = f"{sys.executable} -S {PIPELINE_PKG / 'job_main.py'}"
-# What the report lists besides traces (skipped pairs, plan problems); written by onstart, as it
-# can be too long for a command line.
+
+envvars:
+    "FIB_RUN_PYTHON",
+    "FIB_RUN_SCRIPTS",
+    "FIB_RUN_DATASET",
+    "FIB_RUN_CACHE",
+
+
+# The report and validation jobs read the plan's notes (skipped pairs, problems) from this file,
+# written by onstart: too long for a command line.
 PLAN_NOTES = f"{RESULTS}/plan/notes.json"
+# The problems the plan found in each dataset file (validate.smk records them, one file a job).
+PROBLEMS_BY_FILE = {}
+for _p in PLAN.problems:
+    PROBLEMS_BY_FILE.setdefault(_p.path, []).append(str(_p))
 
 
 def rel(path):
@@ -100,6 +116,19 @@ def _signature_once(func):
 
 
 _signature_once(benchmark_job_params)
+
+
+def compile_params():
+    """The compile rules' params: what re-runs a build (content hash, definition digest,
+    toolchain) and the dataset-relative files the job reads."""
+    return dict(
+        content_hash=lambda wc: PLAN.solutions[wc.solution].content_hash(),
+        definition_digest=lambda wc: DEF_DIGEST[PLAN.solutions[wc.solution].definition],
+        toolchain=TOOLCHAIN,
+        solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
+        definition_file=lambda wc: rel(PLAN.definition_files[PLAN.solutions[wc.solution].definition]),
+        device=DEVICE,
+    )
 
 
 def trace_path(job):

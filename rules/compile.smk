@@ -7,23 +7,6 @@
 # whose start is about 1 s slower: pyproject pins below it.)
 
 
-def compile_params():
-    return dict(
-        content_hash=lambda wc: PLAN.solutions[wc.solution].content_hash(),
-        definition_digest=lambda wc: DEF_DIGEST[PLAN.solutions[wc.solution].definition],
-        toolchain=TOOLCHAIN,
-        solution_file=lambda wc: rel(PLAN.solution_files[wc.solution]),
-        definition_file=lambda wc: rel(PLAN.definition_files[PLAN.solutions[wc.solution].definition]),
-        device=DEVICE,
-    )
-
-
-COMPILE_CMD = (
-    "{JOB_CMD} compile --dataset {config[dataset]:q} --solution-file {params.solution_file:q}"
-    " --definition-file {params.definition_file:q} --out {output:q} --log {log:q} --cache-dir='{CACHE_DIR}'"
-)
-
-
 rule compile:
     output:
         f"{RESULTS}/builds/{{solution}}.json",
@@ -34,8 +17,11 @@ rule compile:
     params:
         **compile_params(),
     priority: 10
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        COMPILE_CMD
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/compile.py" --dataset "$FIB_RUN_DATASET" --cache-dir "$FIB_RUN_CACHE"'
+        " --solution-file {params.solution_file:q} --definition-file {params.definition_file:q} --out {output:q} --log {log:q}"
 
 
 rule compile_only:
@@ -48,5 +34,8 @@ rule compile_only:
     params:
         **compile_params(),
     priority: 0
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        COMPILE_CMD
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/compile.py" --dataset "$FIB_RUN_DATASET" --cache-dir "$FIB_RUN_CACHE"'
+        " --solution-file {params.solution_file:q} --definition-file {params.definition_file:q} --out {output:q} --log {log:q}"

@@ -35,12 +35,14 @@ rule report:
         skipped=lambda wc: canonical(SKIPPED),
         problems=lambda wc: canonical([str(p) for p in PLAN.problems]),
         save_results=config.get("save_results", True),
+        # they are long: onstart writes them to this file (the params above re-run the job)
+        plan_notes=PLAN_NOTES,
     localrule: True
-    # the skipped pairs and plan problems can be long: onstart writes them to PLAN_NOTES (the
-    # params above make a change re-run this job)
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        "{JOB_CMD} report --dataset {config[dataset]:q} --plan-notes {PLAN_NOTES:q} --summary {output.summary:q}"
-        " --html {output.html:q} --log {log:q} --save-results {params.save_results}"
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/report.py" --dataset "$FIB_RUN_DATASET" --plan-notes {params.plan_notes:q}'
+        " --summary-out {output.summary:q} --html-out {output.html:q} --log {log:q} --save-results {params.save_results}"
         " --aggregates {input.aggregates:q} --builds {input.builds:q}"
 
 

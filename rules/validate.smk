@@ -1,5 +1,7 @@
-# One validation report per dataset file. Invalid files are already left out of the DAG at parse
-# time (with the message printed); these jobs record the full check for the report.
+# One validation report per dataset file in the DAG: the problems the plan found in it when the
+# Snakefile was parsed (pipeline/plan.py, the same check that leaves invalid files out of the DAG
+# with their errors printed), so these reports hold that file's warnings. The problems are a
+# param: a changed verdict re-runs the job even when the file did not change.
 
 
 rule validate_definition:
@@ -9,9 +11,15 @@ rule validate_definition:
         f"{RESULTS}/validated/definitions/{{definition}}.txt",
     log:
         f"{RESULTS}/logs/validate/definitions/{{definition}}.log",
+    params:
+        problems=lambda wc, input: canonical(PROBLEMS_BY_FILE.get(input[0], [])),
+        plan_notes=PLAN_NOTES,
     localrule: True
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        "{JOB_CMD} validate --rule {rule} --input {input:q} --out {output:q} --log {log:q}"
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/validate.py" --file {input:q} --kind definition'
+        " --plan-notes {params.plan_notes:q} --out {output:q} --log {log:q}"
 
 
 rule validate_solution:
@@ -21,9 +29,15 @@ rule validate_solution:
         f"{RESULTS}/validated/solutions/{{solution}}.txt",
     log:
         f"{RESULTS}/logs/validate/solutions/{{solution}}.log",
+    params:
+        problems=lambda wc, input: canonical(PROBLEMS_BY_FILE.get(input[0], [])),
+        plan_notes=PLAN_NOTES,
     localrule: True
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        "{JOB_CMD} validate --rule {rule} --input {input:q} --out {output:q} --log {log:q}"
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/validate.py" --file {input:q} --kind solution'
+        " --plan-notes {params.plan_notes:q} --out {output:q} --log {log:q}"
 
 
 rule validate_workloads:
@@ -33,9 +47,15 @@ rule validate_workloads:
         f"{RESULTS}/validated/workloads/{{definition}}.txt",
     log:
         f"{RESULTS}/logs/validate/workloads/{{definition}}.log",
+    params:
+        problems=lambda wc, input: canonical(PROBLEMS_BY_FILE.get(input[0], [])),
+        plan_notes=PLAN_NOTES,
     localrule: True
+    conda:
+        "../envs/flashinfer-bench.yaml"
     shell:
-        "{JOB_CMD} validate --rule {rule} --input {input:q} --out {output:q} --log {log:q}"
+        '"$FIB_RUN_PYTHON" -S "$FIB_RUN_SCRIPTS/validate.py" --file {input:q} --kind workloads'
+        " --plan-notes {params.plan_notes:q} --out {output:q} --log {log:q}"
 
 
 VALIDATION_OUTPUTS = (

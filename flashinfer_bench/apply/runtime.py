@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from flashinfer_bench.data import Definition, DType, ShapeError, TraceSet
-
 from flashinfer_bench.device import hardware_name
 from flashinfer_bench.tracing.signature import merge_args
-from .config import ApplyConfig
+
 from . import _state
+from .config import ApplyConfig
 from .table import DefinitionTable, Key, build_table
 
 FALLBACK = "fallback"
@@ -409,8 +409,6 @@ class ApplyRuntime:
         sol = table.winners.get(axes)
         if sol is not None and sol not in self.failed:
             return sol
-        if axes in table.fallback_keys:  # measured: no solution beats the reference here
-            return None
         cfg = disp.cfg
         if cfg.on_miss == "definition_best":
             return table.best if table.best not in self.failed else None
@@ -477,10 +475,7 @@ class ApplyRuntime:
                 r.calls = 0
 
     def dispatch_table(self) -> Dict[str, Dict[Key, str]]:
-        """Per definition: measured key -> the solution serving it ("fallback": no solution was
-        measurably faster than the reference there)."""
-        return {n: {**{k: FALLBACK for k in t.fallback_keys}, **t.winners} for n, t in self.tables.items()
-                if t.winners or t.fallback_keys}
+        return {n: dict(t.winners) for n, t in self.tables.items() if t.winners}
 
     @property
     def solutions_built(self) -> List[str]:

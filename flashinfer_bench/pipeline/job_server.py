@@ -1,18 +1,20 @@
 """The workflow's job server: the build zygote (`compile/zygote.py`) that also forks the workflow's
-validate, compile, aggregate and report jobs (`pipeline/job_main.py`).
+validate, compile, aggregate and report jobs (`scripts/<stage>.py`).
 
 Such a job's Python start with pydantic, pandas and the report code imported is most of what it
-costs (a report job 1.2-1.7 s, 0.3 s of it work), so a running server runs it in a fork instead:
-the child gets the job's stdin/stdout/stderr (passed over the socket), working directory,
-environment and argv, and its exit status becomes the job's. Builds are served as by the plain
-zygote. A local run starts the server when it starts (`turn_on`: the Snakefile's onstart, and
-`flashinfer-bench run` on a GPU box), so its imports overlap Snakemake's own start-up.
+costs (a report job 1.2-1.7 s, 0.3 s of it work), so a running server runs the job's script in a
+fork instead (`scripts/_job.py` asks it): the child gets the job's stdin/stdout/stderr (passed
+over the socket), working directory, environment and arguments, and its exit status becomes the
+job's. Builds are served as by the plain zygote. A local run starts the server when it starts
+(`turn_on`: the Snakefile's onstart, and `flashinfer-bench run` on a GPU box), so its imports
+overlap Snakemake's own start-up.
 
     python -m flashinfer_bench.pipeline.job_server --socket PATH      # (started by `turn_on`)
 """
 from __future__ import annotations
 
 import os
+import runpy
 import sys
 from typing import Dict, List, Optional
 
@@ -31,8 +33,9 @@ def turn_on() -> None:
     zygote.ensure_started("flashinfer_bench.pipeline.job_server")
 
 
-def _job_main_child(req: Dict, fds: List[int]) -> int:
-    """Become the workflow job of `req`: the caller's stdio, cwd, environment and argv."""
+def _script_child(req: Dict, fds: List[int]) -> int:
+    """Become the job of `req`: the caller's stdio, cwd, environment and arguments, then its
+    script, as `python SCRIPT ARGS` would run it."""
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     for fd in fds:
@@ -44,14 +47,15 @@ def _job_main_child(req: Dict, fds: List[int]) -> int:
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
-    sys.argv = ["job_main.py", *req["job_main"]]
-    from . import job_main
-
-    return job_main.main(list(req["job_main"]))
+    script = req["script"]
+    sys.argv = [script, *req["argv"]]
+    sys.path.insert(0, os.path.dirname(script))
+    runpy.run_path(script, run_name="__main__")
+    return 0
 
 
 def main(argv: Optional[list] = None) -> int:
-    return zygote.main(argv, handlers={"job_main": _job_main_child}, preload=PRELOAD)
+    return zygote.main(argv, handlers={"script": _script_child}, preload=PRELOAD)
 
 
 if __name__ == "__main__":

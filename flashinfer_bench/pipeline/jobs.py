@@ -1,4 +1,5 @@
-"""Entry points of the workflow's jobs; `scripts/*.py` call these with `snakemake.*` values.
+"""What the workflow's jobs do: `scripts/<stage>.py` (named by each rule's shell command) calls
+one of these with its command line's options.
 
 Each job writes its outputs atomically, so a killed run leaves every file old or new.
 """
@@ -12,18 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from pydantic import ValidationError
-
 from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload
 from flashinfer_bench.data.charge import charged_party
-from flashinfer_bench.data.io import (
-    Problem,
-    atomic_write_json,
-    atomic_write_text,
-    iter_jsonl,
-    read_json,
-    validation_problems,
-)
+from flashinfer_bench.data.io import atomic_write_json, atomic_write_text, read_json
 from flashinfer_bench.data.trace_files import merge_traces  # the one merge rule of traces/ files
 from flashinfer_bench.report.units import fmt_latency, fmt_speedup, workload_label
 
@@ -53,48 +45,28 @@ def _load(path: str, model):
 
 
 # --------------------------------------------------------------------------- validate
-def validate_file_job(path: str, out: str, rule: str, log_path: Optional[str] = None) -> None:
-    _setup_log(log_path)
-    problems: List[Problem] = []
-    p = Path(path)
-    if rule == "validate_workloads":
-        n = 0
-        for line, obj, probs in iter_jsonl(p):
-            problems += probs
-            if obj is None:
-                continue
-            n += 1
-            try:
-                Trace.model_validate(obj)
-            except ValidationError as e:
-                problems += validation_problems(e, path, line)
-        what = f"{n} workload lines"
-    else:
-        model = Definition if rule == "validate_definition" else Solution
-        obj, probs = read_json(p)
-        problems += probs
-        what = model.__name__
-        if obj is not None:
-            try:
-                m = model.model_validate(obj)
-                extra = m.problems(strict=True) if isinstance(m, Definition) else m.problems()
-                problems += [Problem(path, x) for x in extra]
-            except ValidationError as e:
-                problems += validation_problems(e, path)
-    text = f"{path}: {what}: " + ("OK\n" if not problems else f"{len(problems)} problem(s)\n")
-    text += "".join(f"{x}\n" for x in problems)
+def validation_report(file: str, kind: str, plan_notes: str, out: str, log: str) -> None:
+    """Record the plan's verdict on one dataset file: the problems `plan.build_plan` found in it
+    when the Snakefile was parsed (the same check that decides what the DAG holds), from the
+    notes the workflow's onstart writes (`notes_json`)."""
+    _setup_log(log)
+    found = json.loads(Path(plan_notes).read_text())["by_file"].get(file, [])
+    text = f"{file}: {kind}: " + (f"{len(found)} problem(s)\n" if found else "OK\n") + "".join(f"{x}\n" for x in found)
     atomic_write_text(out, text)
-    if problems:
-        _progress(f"validation: {len(problems)} problem(s) in {path}")
+    if found:
+        _progress(f"validation: {len(found)} problem(s) in {file}")
 
 
 # --------------------------------------------------------------------------- compile
-def compile_job(solution_file: str, definition_file: str, out: str, cache_dir: Optional[str], log_path: Optional[str] = None) -> None:
+def compile_job(dataset: str, solution_file: str, definition_file: str, out: str, log: str, cache_dir: str = "") -> None:
+    """Build one solution into the artifact cache; `out` gets the BuildResult. The files are
+    relative to `dataset` (the rule's params hold them so: moving the dataset re-runs nothing)."""
     from flashinfer_bench.compile import build
 
-    _setup_log(log_path)
-    solution = _load(solution_file, Solution)
-    definition = _load(definition_file, Definition)
+    _setup_log(log)
+    root = Path(dataset).resolve()
+    solution = _load(str(root / solution_file), Solution)
+    definition = _load(str(root / definition_file), Definition)
     t0 = time.perf_counter()
     result = build(solution, definition, Path(cache_dir) if cache_dir else None)
     d = result.to_dict()
@@ -172,17 +144,15 @@ def _describe(trace: Trace, wall: float) -> str:
 
 
 # --------------------------------------------------------------------------- aggregate
-def aggregate_job(definition: str, trace_files: List[str], dataset: str, out: str, save_results: bool, log: Optional[str] = None) -> None:
+def aggregate_job(
+    definition: str, trace_files: List[str], dataset: str, out: str, save_results: bool, log: Optional[str] = None,
+    op_type: str = "unknown",
+) -> None:
+    """Merge this run's traces of one definition into <dataset>/traces/<op_type>/<definition>.jsonl
+    (when `save_results`); `out` gets them too (the rule's output: a marker)."""
     _setup_log(log)
     new = [Trace.model_validate_json(Path(f).read_text()) for f in trace_files]
-    root = Path(dataset)
-    d_obj = None
-    for f in (root / "definitions").rglob("*.json"):
-        obj, _ = read_json(f)
-        if isinstance(obj, dict) and obj.get("name") == definition:
-            d_obj = obj
-            break
-    op_type = (d_obj or {}).get("op_type", "unknown")
+    root = Path(dataset).resolve()
     # failures that are the dataset's or the machine's are never a solution's trace in the dataset
     charged = [t for t in new if charged_party(t) != "solution"]
     for t in charged:
@@ -203,24 +173,26 @@ def report_job(
     builds: List[str],
     summary_out: str,
     html_out: str,
-    skipped_json: str,
-    problems_json: str,
+    plan_notes: str,
     save_results: bool,
     log: Optional[str] = None,
 ) -> None:
+    """The plain summary and the HTML report of the dataset's traces (and of this run's, when
+    they were not saved), with the pairs the plan skipped and the dataset's problems."""
     _setup_log(log)
-    ts = TraceSet.from_path(dataset)
+    notes = json.loads(Path(plan_notes).read_text())
+    ts = TraceSet.from_path(str(Path(dataset).resolve()))
     if not save_results:
         for f in aggregates:
             for line in Path(f).read_text().splitlines():
                 if line.strip():
                     ts.add_trace(Trace.model_validate_json(line))
-    skipped = json.loads(skipped_json)
+    skipped = notes["skipped"]
     for b in builds:
         d = json.loads(Path(b).read_text())
         if d.get("status") != "OK":
             skipped.append({"definition": "", "solution": Path(b).stem, "workload": "*", "reason": f"build {d.get('status')}: {(d.get('log') or '').strip()[:300]}"})
-    problems = json.loads(problems_json)
+    problems = notes["problems"]
     try:  # the summary `run` ends with and the HTML report, from one summary of the traces
         from flashinfer_bench.report.html import write_stage_report
     except ImportError as e:  # the report extra (pandas) is optional: the plain summary instead

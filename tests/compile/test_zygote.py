@@ -94,7 +94,7 @@ def test_a_build_zygote_refuses_workflow_jobs(running_zygote) -> None:
     s = zygote.connect(running_zygote, 5.0)
     assert s is not None
     try:
-        assert zygote.ask(s, "job_main", {"job_main": ["validate"], "cwd": "/", "env": {}}, [], 10.0) == ("refused", None)
+        assert zygote.ask(s, "script", {"script": "/dev/null", "argv": [], "cwd": "/", "env": {}}, [], 10.0) == ("refused", None)
     finally:
         s.close()
 

@@ -28,8 +28,8 @@ def test_aggregating_traces_leaves_no_lock_file(tmp_path):
         f = tmp_path / f"t{i}.json"
         f.write_text(t.model_dump_json())
         files.append(str(f))
-    aggregate_job("rmsnorm_h4096", files, str(root), str(tmp_path / "agg.jsonl"), save_results=True)
-    aggregate_job("rmsnorm_h4096", files, str(root), str(tmp_path / "agg.jsonl"), save_results=True)
+    aggregate_job("rmsnorm_h4096", files, str(root), str(tmp_path / "agg.jsonl"), save_results=True, op_type="rmsnorm")
+    aggregate_job("rmsnorm_h4096", files, str(root), str(tmp_path / "agg.jsonl"), save_results=True, op_type="rmsnorm")
     assert (root / "traces/rmsnorm/rmsnorm_h4096.jsonl").exists()
     assert _no_locks(root) == []
 
