@@ -23,6 +23,10 @@ class ApplyConfig:
     noise_aware: a fastest solution whose latency interval (p10..p90, else median +- IQR/2)
       overlaps another's is not a clear win; among the overlapping ones the solution that wins the
       most keys of the definition is chosen (ties: lower median). False: plain lowest median.
+    require_speedup: a solution serves a key only where it was measurably faster than the
+      definition's reference (p90 below the reference's median - IQR/2, not flagged
+      speedup_within_noise); a measured key no solution beats stays with the fallback, and so do
+      the calls `nearest` maps to it. False: any PASSED solution may win (0.1.2's behaviour).
     max_atol / max_rtol: optional extra filters on the recorded errors. None (default) trusts the
       evaluator's PASSED verdict, made under its own tolerances.
     hardware: the hardware name traces must carry; None: this device's name as the evaluator
@@ -43,6 +47,7 @@ class ApplyConfig:
     on_miss: MissPolicy = "nearest"
     max_log2_distance: float = 1.0
     noise_aware: bool = True
+    require_speedup: bool = True
     max_atol: Optional[float] = None
     max_rtol: Optional[float] = None
     hardware: Optional[str] = None

@@ -409,6 +409,8 @@ class ApplyRuntime:
         sol = table.winners.get(axes)
         if sol is not None and sol not in self.failed:
             return sol
+        if axes in table.fallback_keys:  # measured: no solution beats the reference here
+            return None
         cfg = disp.cfg
         if cfg.on_miss == "definition_best":
             return table.best if table.best not in self.failed else None
@@ -475,7 +477,10 @@ class ApplyRuntime:
                 r.calls = 0
 
     def dispatch_table(self) -> Dict[str, Dict[Key, str]]:
-        return {n: dict(t.winners) for n, t in self.tables.items() if t.winners}
+        """Per definition: measured key -> the solution serving it ("fallback": no solution was
+        measurably faster than the reference there)."""
+        return {n: {**{k: FALLBACK for k in t.fallback_keys}, **t.winners} for n, t in self.tables.items()
+                if t.winners or t.fallback_keys}
 
     @property
     def solutions_built(self) -> List[str]:

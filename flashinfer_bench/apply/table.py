@@ -42,11 +42,15 @@ class DefinitionTable:
     candidates: Dict[Key, List[Candidate]] = field(default_factory=dict)
     # solution that is fastest on the most keys (used by on_miss="definition_best")
     best: Optional[str] = None
+    # measured keys where no solution was measurably faster than the reference: the fallback
+    # serves them (and the calls nearest to them)
+    fallback_keys: Set[Key] = field(default_factory=set)
 
-    def nearest(self, key: Key, max_distance: float) -> Optional[Tuple[Key, str]]:
-        """The measured key closest to `key` in log2 space, if within max_distance."""
+    def nearest(self, key: Key, max_distance: float) -> Optional[Tuple[Key, Optional[str]]]:
+        """The measured key closest to `key` in log2 space, if within max_distance, with its
+        winner (None: the fallback serves it)."""
         best: Optional[Tuple[float, float, Key]] = None
-        for k in self.winners:
+        for k in [*self.winners, *self.fallback_keys]:
             d = log2_distance(key, k)
             tie = sum(abs(_lg(a) - _lg(b)) for a, b in zip(key, k))
             cand = (d, tie, k)
@@ -54,7 +58,7 @@ class DefinitionTable:
                 best = cand
         if best is None or best[0] > max_distance:
             return None
-        return best[2], self.winners[best[2]]
+        return best[2], self.winners.get(best[2])
 
 
 def _lg(v: int) -> float:
@@ -78,6 +82,24 @@ def _interval(t: Trace) -> Tuple[float, float, float]:
     if isinstance(iqr, (int, float)) and iqr >= 0:
         return lat, lat - iqr / 2.0, lat + iqr / 2.0
     return lat, lat, lat
+
+
+def beats_reference(t: Trace) -> bool:
+    """Was this solution measurably faster than the definition's reference here? Its p90 (else
+    its median + IQR/2) below the reference's median - IQR/2, and the evaluator did not call the
+    speedup noise. apply() never routes a call to a solution that is not (issue 17: an interpreted
+    Triton solution measured at 0.005x made a model 1.45x slower)."""
+    ev = t.evaluation
+    perf = ev.performance if ev is not None else None
+    if perf is None or not (perf.reference_latency_ms > 0 and perf.speedup_factor > 1.0):
+        return False
+    extra = ev.extra
+    if "speedup_within_noise" in (extra.get("flags") or []):
+        return False
+    _, _, hi = _interval(t)
+    ref_iqr = extra.get("reference_iqr_ms")
+    ref_lo = perf.reference_latency_ms - (float(ref_iqr) / 2.0 if isinstance(ref_iqr, (int, float)) else 0.0)
+    return hi < ref_lo
 
 
 def usable_traces(
@@ -116,12 +138,17 @@ def build_table(
     pooled: Dict[Key, Dict[str, List[Tuple[float, float, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
+    measured: Set[Key] = set()
     for t in usable_traces(ts, definition, hardware, cfg, exclude or set()):
         try:
             key = tuple(int(t.workload.axes[a]) for a in var_axes)
         except KeyError:
             continue
+        measured.add(key)
+        if cfg.require_speedup and not beats_reference(t):
+            continue
         pooled[key][t.solution].append(_interval(t))  # type: ignore[index]
+    table.fallback_keys = measured - set(pooled)
     for key, per_sol in pooled.items():
         cands = []
         for sol, ivs in per_sol.items():

@@ -26,9 +26,9 @@ from flashinfer_bench.data.validate import (
     solution_problems,
     workload_problems,
 )
-
 from flashinfer_bench.bench.skips import GPU_LANGS, INTERPRETED_LANGS, cpu_skip_reason
 from flashinfer_bench.device import detect_device
+
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
 
 
@@ -98,6 +98,16 @@ class Plan:
 
     def selected_definitions(self) -> List[str]:
         return sorted({j.definition for j in self.jobs} | {s.definition for s in self.solutions.values()})
+
+    def notes_json(self) -> str:
+        """What the plan leaves to the jobs that report it (validate, report): the skipped pairs
+        and the problems, also per file. Too long for a command line: the workflow's onstart
+        writes it to a file (results/plan/notes.json)."""
+        by_file: Dict[str, List[str]] = {}
+        for p in self.problems:
+            by_file.setdefault(p.path, []).append(str(p))
+        notes = {"skipped": [s.__dict__ for s in self.skipped], "problems": [str(p) for p in self.problems], "by_file": by_file}
+        return canonical(notes) + "\n"
 
     def jobs_by_definition(self) -> Dict[str, List[Job]]:
         """Every selected definition's jobs (possibly none), in one pass over the job list."""
@@ -312,7 +322,7 @@ def trace_file(results: str, job: Job) -> str:
 def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, str], results: str) -> Dict[tuple, Dict[str, str]]:
     """(definition, solution, uuid) -> the benchmark rule's params: `args`, the thin client's
     arguments, shell-quoted (dataset-relative paths, so moving the dataset re-runs nothing; the
-    job's build, trace and log paths, the rule's input, output and log), and what else must
+    job's build and trace paths, the rule's input and output), and what else must
     re-run the job when it changes (the definition's digest, the evaluator)."""
     from shlex import quote
 
@@ -332,9 +342,7 @@ def benchmark_params(plan: Plan, config: Dict[str, Any], def_digest: Dict[str, s
         for name, f in plan.solution_files.items()
     }
     def paths(j: Job) -> str:
-        log = f"{results}/logs/benchmark/{j.definition}/{j.solution}/{j.uuid}.log"
-        return (f" --build {quote(f'{results}/builds/{j.solution}.json')} --out {quote(trace_file(results, j))}"
-                f" --log {quote(log)}")
+        return f" --build {quote(f'{results}/builds/{j.solution}.json')} --out {quote(trace_file(results, j))}"
 
     return {
         (j.definition, j.solution, j.uuid): {

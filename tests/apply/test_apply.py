@@ -335,3 +335,23 @@ def test_tracing_and_apply_together(tmp_path: Path, cache: Path) -> None:
         assert stats(by_axes=True)[DEF["name"]] == {(2,): {"norm_a": 2}, (3,): {"norm_a": 1}}
     lines = (ds / "workloads" / "rmsnorm" / f"{DEF['name']}.jsonl").read_text().splitlines()
     assert [json.loads(x)["workload"]["axes"] for x in lines] == [{"batch": 2}, {"batch": 3}]
+
+
+def test_never_routed_to_a_solution_not_faster_than_the_reference(tmp_path: Path, cache: Path) -> None:
+    # issue 17: at batch 8 every solution is slower than the reference (1 ms) or inside its noise;
+    # its calls, and the calls nearest to it, stay with the fallback
+    ds = write_dataset(
+        tmp_path / "ds",
+        ["norm_a", "norm_b"],
+        [trace("norm_a", 2, 0.01), trace("norm_b", 2, 0.02),
+         trace("norm_a", 8, 2.0), trace("norm_b", 8, 0.98, spread=(0.9, 1.2))],
+    )
+    with fb.enable_apply(ds, _cfg(cache, on_miss="nearest", max_log2_distance=1.0)):
+        assert dispatch_table() == {DEF["name"]: {(2,): "norm_a", (8,): "fallback"}}
+        for b in (2, 8, 9):
+            assert norm(X(b), W, 1e-6).shape == (b, 64)
+        got = {axes[0]: next(iter(c)) for axes, c in stats(by_axes=True)[DEF["name"]].items()}
+    assert got == {2: "norm_a", 8: "fallback", 9: "fallback"}
+    # 0.1.2's behaviour on request: any PASSED solution may win
+    with fb.enable_apply(ds, _cfg(cache, require_speedup=False)):
+        assert dispatch_table()[DEF["name"]][(8,)] == "norm_b"

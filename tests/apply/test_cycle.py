@@ -21,6 +21,7 @@ import torch
 
 import flashinfer_bench as fb
 from flashinfer_bench.apply import dispatch_table, hardware_name, stats
+from flashinfer_bench.apply.table import beats_reference
 from flashinfer_bench.data import TraceSet
 
 pytestmark = pytest.mark.slow
@@ -128,7 +129,11 @@ def test_trace_benchmark_apply(tmp_path: Path, repo_root: Path, example_dataset:
         chosen = table[name][key]
         assert calls[name] == {key: {chosen: n}}
         passed = [t for t in ts.traces_for(name, hardware=hw) if t.workload.axes == {ts.definitions[name].var_axes[0]: 2}]
-        fastest = min(passed, key=lambda t: t.evaluation.performance.latency_ms)
+        if chosen == "fallback":  # never a solution that was not measurably faster than the reference
+            assert not any(beats_reference(t) for t in passed), name
+            continue
+        assert beats_reference(next(t for t in passed if t.solution == chosen))
+        fastest = min((t for t in passed if beats_reference(t)), key=lambda t: t.evaluation.performance.latency_ms)
         mine = [t for t in passed if t.solution == chosen]
         assert mine, (name, chosen)
         # the fastest, or a solution whose spread overlaps the fastest's (the noise rule)
