@@ -32,7 +32,7 @@ SKIPPED_COLUMNS = ["definition", "solution", "workload", "reason"]
 MAX_FAILURES = 300  # failures listed with their logs; the rest are counted (all are in matrix.csv)
 MAX_FOLDED = 100  # rows of a folded-devices table in the page (all are in headlines.csv)
 PLOT_CACHE = ".plot-cache"  # in the report's folder: the last report's plots by content (PlotCache)
-MAX_TABLE_ROWS = 5000  # rows of a standalone table (tables/*.html); the CSV next to it has all
+MAX_TABLE_ROWS = 2000  # rows of a standalone table (tables/*.html); the CSV next to it has all
 NO_REASON = "no trace: not benchmarked (a pipeline run lists why it skipped a pair in results/plan/notes.json; --skipped FILE)"
 NO_REASON_RUN = "no trace: not selected for this run (--definitions/--solutions), or its trace did not load (see the notes)"
 
@@ -84,13 +84,10 @@ def _e(x: Any) -> str:
     return html.escape(str(x), quote=True)
 
 
-_BREAK = re.compile(r"([_,/])(?=.)")
-
-
 def _w(x: Any) -> str:
     """_e for a table cell: a line may break after `_`, `,` and `/` (kernel names, lists of axes,
     paths), so a column narrows at those points instead of anywhere in a word."""
-    return _BREAK.sub(r"\1<wbr>", _e(x))
+    return _e(x).replace("_", "_<wbr>").replace(",", ",<wbr>").replace("/", "/<wbr>")
 
 
 def _is_num(v: Any) -> bool:

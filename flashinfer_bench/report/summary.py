@@ -78,12 +78,18 @@ class Summary:
         """(definition, hardware) pairs that have results, in report order."""
         if self.frame.empty:
             return []
-        return list(dict.fromkeys(zip(self.frame["definition"], self.frame["hardware"])))
+        return list(dict.fromkeys(zip(self.frame["definition"].tolist(), self.frame["hardware"].tolist())))
 
     def sections(self, limit: int = MAX_DEVICES) -> Tuple[List[tuple], Dict[str, List[str]]]:
         """The (definition, hardware) groups that get a section of their own, in report order,
         and per definition the devices folded into one short table: past `limit` devices of a
         definition, those with the most traces are shown (0 or less: all)."""
+        key = ("sections", limit)
+        if key not in self._cache:
+            self._cache[key] = self._sections(limit)
+        return self._cache[key]
+
+    def _sections(self, limit: int) -> Tuple[List[tuple], Dict[str, List[str]]]:
         groups = self.groups()
         if limit <= 0:
             return groups, {}
@@ -92,7 +98,8 @@ class Summary:
             by_def.setdefault(d, []).append(hw)
         if all(len(v) <= limit for v in by_def.values()):
             return groups, {}
-        n = self.headlines.set_index(["definition", "hardware"])["traces"].to_dict() if not self.headlines.empty else {}
+        h = self.headlines
+        n = dict(zip(zip(h["definition"].tolist(), h["hardware"].tolist()), h["traces"].tolist())) if not h.empty else {}
         shown, folded = set(), {}
         for d, hws in by_def.items():
             if len(hws) <= limit:

@@ -96,11 +96,12 @@ def counts_view(counts: pd.DataFrame, limit: int = COUNT_DEVICES) -> pd.DataFram
     devices = [c for c in counts.columns if c not in ("status", "all")]
     if len(devices) <= limit:
         return counts
-    total = counts.iloc[0].to_dict()  # the "total" row
+    total = dict(zip(counts.columns, counts.iloc[0].tolist()))  # the "total" row
     busiest = sorted(devices, key=lambda c: (-int(total[c]), c))[:limit]
-    rest = [c for c in devices if c not in busiest]
     out = counts[["status", "all"] + sorted(busiest)].copy()
-    out[f"{len(rest)} other devices"] = counts[rest].sum(axis=1)
+    numbers = counts[["all"] + sorted(busiest)].to_numpy(dtype="int64")
+    # every device together is "all": the others are all minus the busiest
+    out[f"{len(devices) - limit} other devices"] = numbers[:, 0] - numbers[:, 1:].sum(axis=1)
     return out
 
 
@@ -212,8 +213,10 @@ class Split:
 
     def __init__(self, df: pd.DataFrame):
         self.df = df
-        ok = not df.empty and "definition" in df.columns
-        self.idx = df.groupby(["definition", "hardware"], sort=False).indices if ok else {}
+        self.idx: Dict[tuple, List[int]] = {}
+        if not df.empty and "definition" in df.columns:  # plain Python: a groupby on 50,000 keys builds a MultiIndex
+            for i, key in enumerate(zip(df["definition"].tolist(), df["hardware"].tolist())):
+                self.idx.setdefault(key, []).append(i)
 
     def get(self, key: tuple, default: Optional[pd.DataFrame] = None) -> pd.DataFrame:
         v = self.idx.get(key)
