@@ -5,7 +5,11 @@ together. Works on traces with our extra measurements and on plain FlashInfer-Be
 
 Every name loads on first use (PEP 562): the tables need pandas, which alone takes most of a
 second to import, and `import flashinfer_bench.report` should not pay for it up front. Plots are
-SVG written by the standard library (svgplot); nothing here imports matplotlib.
+drawn by matplotlib's SVG backend (plots.py), imported only when a plot is drawn: the text
+reports never import it.
+
+What people read uses report/units.py: latency in microseconds, speedups with significant digits,
+workloads by their axes; CSV and JSON keep the traces' raw numbers (milliseconds, `*_ms`).
 """
 from __future__ import annotations
 
@@ -19,19 +23,20 @@ _LAZY = {
     "load_paths": "load", "merge_trace_sets": "load",
     "datasheet_peak_gbps": "roofline", "roofline_table": "roofline",
     "render_command": "views",
-    "write_report": "html", "write_snakemake_report_assets": "html",
+    "write_report": "html", "write_snakemake_report_assets": "html", "build_report": "html",
+    "write_stage_report": "html",
 }
 
 __all__ = [
     "Summary", "best_table", "datasheet_peak_gbps", "load_paths", "merge_trace_sets",
     "render_command", "roofline_table", "summarize", "traces_frame", "within_noise",
-    "write_report", "write_snakemake_report_assets",
+    "write_report", "write_snakemake_report_assets", "build_report", "write_stage_report",
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs only
     from .best import best_table, within_noise
     from .frame import traces_frame
-    from .html import write_report, write_snakemake_report_assets
+    from .html import build_report, write_report, write_snakemake_report_assets, write_stage_report
     from .load import load_paths, merge_trace_sets
     from .roofline import datasheet_peak_gbps, roofline_table
     from .summary import Summary, summarize
