@@ -57,6 +57,8 @@ for s in "$@"; do
     families) step families 420 python3 benchmarks/real_families_vs_ncu.py ;;
     evals) step evals 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
     evals-families) step evals 500 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" --families ;;
+    evals-zygote) FIB_RUNNER_ZYGOTE=1 step evals-zygote 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
+    gputests-zygote) FIB_RUNNER_ZYGOTE=1 step gputests-zygote 400 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py tests/security ;;
     tprof) step tprof 200 python3 benchmarks/timing_profile.py --anchor shared/anchor-dataset ;;
     gpumem) step gpumem 120 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "leave_gpu_memory" ;;
     gputests-families) step gpu-families 400 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_families_gpu.py tests/security ;;

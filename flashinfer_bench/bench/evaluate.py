@@ -911,7 +911,9 @@ class EvalRun:
             e.update(
                 reference_iqr_ms=ref_stats["iqr_ms"], reference_samples=ref_stats["samples"],
                 reference_latency_ms_median=ref_stats["median_ms"],
-                reference_noisy=ref_stats["noisy"], reference_cached=ref_stats.get("cached", False), reference_source=ref_stats.get("source", "this runner"),
+                reference_noisy=ref_stats["noisy"], reference_converged=ref_stats.get("converged"),
+                reference_rel_ci=ref_stats.get("rel_ci"),
+                reference_cached=ref_stats.get("cached", False), reference_source=ref_stats.get("source", "this runner"),
                 reference_gate_mode=ref_stats["gate_mode"],
             )
         if stats.noisy:

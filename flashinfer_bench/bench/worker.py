@@ -36,6 +36,7 @@ from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
+from .runner_zygote import ForkedRunner, ZygoteClient
 from .sandbox import supervise
 from .speedup import reusable_reference
 
@@ -91,7 +92,7 @@ class RunnerStartError(RuntimeError):
 
 @dataclass
 class RunnerHandle:
-    proc: subprocess.Popen
+    proc: Any  # subprocess.Popen, or a runner_zygote.ForkedRunner (the same calls)
     sock: socket.socket
     ready: Dict[str, Any]
     log_path: Path
@@ -146,6 +147,8 @@ class Supervisor:
         self._last_activity = time.monotonic()
         self._stop = threading.Event()
         self._n_runner = 0
+        self._zygote: Optional[ZygoteClient] = None
+        self._zygote_failed = False
         self._n_eval = 0
         self.start_error: Optional[str] = None
         self.readable: set = set()  # dataset roots etc. the runner may read (sandbox)
@@ -173,11 +176,20 @@ class Supervisor:
         parent, child = socket.socketpair()
         args += ["--fd", str(child.fileno()), "--scratch", str(scratch), "--cache-dir", str(self.cache_dir)]
         args += supervise.runner_args(self.readable, self.logs_dir)
-        with open(runner_log, "ab") as lf:
-            proc = subprocess.Popen(
-                args, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True, cwd=str(scratch),
-            )
+        zygote = self._runner_zygote(env)
+        proc: Any = None
+        if zygote is not None:
+            try:
+                proc = zygote.fork(args[3:], child.fileno(), str(runner_log), str(scratch))
+            except OSError as e:
+                log.warning("the runner zygote could not fork (%s): starting runners from scratch", e)
+                self._zygote_failed = True
+        if proc is None:
+            with open(runner_log, "ab") as lf:
+                proc = subprocess.Popen(
+                    args, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=lf, stderr=subprocess.STDOUT,
+                    env=env, start_new_session=True, cwd=str(scratch),
+                )
         child.close()
         try:
             msg = recv_msg(parent, timeout=self.startup_timeout)
@@ -198,8 +210,29 @@ class Supervisor:
         self.last_ready = msg
         return RunnerHandle(proc, parent, msg, runner_log, scratch, key=key)
 
+    def _runner_zygote(self, env: Dict[str, str]) -> Optional[ZygoteClient]:
+        """The fork server runners start from (torch imported once per worker), started on first
+        use with the runners' environment; None when it is off or failed (runners then start from
+        scratch). FIB_RUNNER_ZYGOTE=1/0 turns it on/off; default: on for the CPU, off on a GPU until
+        measured there (issue 19)."""
+        default = "1" if self.device == "cpu" else "0"
+        if os.environ.get("FIB_RUNNER_ZYGOTE", default) != "1" or self._zygote_failed:
+            return None
+        if self._zygote is not None and self._zygote.alive():
+            return self._zygote
+        if self._zygote is not None:
+            self._zygote.close()
+        try:
+            cwd = self.runtime_dir / "zygote"  # empty: nothing a runner could read there
+            cwd.mkdir(parents=True, exist_ok=True)
+            self._zygote = ZygoteClient(env, str(self.logs_dir / "runner-zygote.log"), str(cwd), self.startup_timeout)
+        except OSError as e:
+            log.warning("no runner zygote (%s): starting runners from scratch", e)
+            self._zygote, self._zygote_failed = None, True
+        return self._zygote
+
     @staticmethod
-    def _kill(proc: subprocess.Popen) -> None:
+    def _kill(proc: Any) -> None:
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -382,6 +415,8 @@ class Supervisor:
                    "implausible result from the runner, not trusted: " + "; ".join(problems))
             return trace("RUNTIME_ERROR", why, out)
         r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
+        # how this runner began: forked from the runner zygote, or started from scratch
+        result.setdefault("env", {})["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
         suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
         if suspicion:
             extra = result.setdefault("extra", {})
@@ -600,6 +635,8 @@ class Supervisor:
                     except (OSError, subprocess.TimeoutExpired):
                         pass
                     self._discard(r)
+            if self._zygote is not None:
+                self._zygote.close()
 
 
 def main(argv: Optional[list] = None) -> int:

@@ -45,16 +45,22 @@ def test_passed_trace_through_compile_has_the_contract_fields(rms_def, compile_b
 
 
 def test_worker_is_reused_and_caches_the_reference(rms_def, build, cpu_config) -> None:
+    # a converged, quiet reference timing is reused by the next solution; a noisy one (rel. IQR
+    # above 10%, common on a loaded CPU) is measured again (issue 17)
+    cfg = cpu_config.model_copy(update={"target_rel_ci": 0.5, "iterations": 30})
     wl = rms_workload(24, uuid="cache_check")
     a = make_solution("vr_a", GOOD_VR, rms_def)
     b = make_solution("vr_b", GOOD_VR + "\n# another solution\n", rms_def)
-    ta = evaluate_via_worker(rms_def, a, wl, build(a, rms_def), cpu_config)
+    ta = evaluate_via_worker(rms_def, a, wl, build(a, rms_def), cfg)
     pid = ping_worker("cpu", cpu_config)["pid"]
-    tb = evaluate_via_worker(rms_def, b, wl, build(b, rms_def), cpu_config)
+    tb = evaluate_via_worker(rms_def, b, wl, build(b, rms_def), cfg)
     assert ping_worker("cpu", cpu_config)["pid"] == pid
-    assert ta.evaluation.correctness.extra["reference_cached"] is False
-    assert tb.evaluation.correctness.extra["reference_cached"] is True
-    assert ta.evaluation.performance.reference_latency_ms == tb.evaluation.performance.reference_latency_ms
+    ea, eb = ta.evaluation.correctness.extra, tb.evaluation.correctness.extra
+    assert ea["reference_cached"] is False
+    reusable = ea["reference_converged"] and not ea["reference_noisy"]
+    assert eb["reference_cached"] is reusable
+    if reusable:
+        assert ta.evaluation.performance.reference_latency_ms == tb.evaluation.performance.reference_latency_ms
     assert ta.evaluation.environment.model_dump()["seed"] == tb.evaluation.environment.model_dump()["seed"]
 
 
