@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Dict, Optional
 
+from ..compile.toolchain import missing_toolchain
 from ..data import Definition, Solution
 
 GPU_LANGS = {"cuda", "cpp"}
@@ -20,9 +21,12 @@ DEFAULT_CPU_LIMITS: Dict[str, float] = {
 def skip_reason(d: Definition, s: Solution, axes: Dict[str, int], device: str,
                 cpu_limits: Optional[Dict[str, float]] = None) -> Optional[str]:
     """Why `s` is not evaluated on this workload on `device` (None: it is)."""
+    lang = s.spec.language.value
+    missing = missing_toolchain(lang)
+    if missing:
+        return missing
     if device != "cpu":
         return None
-    lang = s.spec.language.value
     if lang in GPU_LANGS:
         return f"{lang} solution needs a GPU (compiled only)"
     return cpu_skip_reason(d, s, axes, DEFAULT_CPU_LIMITS if cpu_limits is None else cpu_limits)

@@ -129,6 +129,9 @@ def build(
 def _cannot_build_here(key: Dict[str, Any]) -> Optional[str]:
     """Why this machine cannot attempt the build (missing toolchain), known without a child."""
     tool = key["toolchain"]
+    missing = tc.missing_toolchain(key["language"])
+    if missing:
+        return missing
     if key["binding"] == "tvm-ffi" and tool.get("tvm-ffi") is None:
         return "apache-tvm-ffi is not installed (pip install apache-tvm-ffi)"
     if "nvcc" in tool and tool["nvcc"] is None:

@@ -30,6 +30,23 @@ def package_version(name: str) -> Optional[str]:
         return None
 
 
+# optional toolchains a language needs here, and how to get them (issue 17: a fresh set-up
+# reported the shipped TileLang solution as failed, COMPILE_ERROR "tilelang is not installed")
+INSTALL_HINTS = {
+    "triton": "pip install triton",
+    "tilelang": "pip install 'flashinfer-bench[tilelang]' (TileLang needs apache-tvm-ffi<0.1.13: use a separate environment)",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def missing_toolchain(language: str) -> Optional[str]:
+    """Why this machine cannot build `language` at all (an optional package is missing), or None."""
+    hint = INSTALL_HINTS.get(language)
+    if hint is None or importlib.util.find_spec(language) is not None:
+        return None
+    return f"{language} is not installed here: {hint}"
+
+
 @functools.lru_cache(maxsize=None)
 def torch_build() -> Optional[Dict[str, Optional[str]]]:
     """torch's version.py values ('__version__', 'cuda'), read without importing torch."""

@@ -27,6 +27,7 @@ from flashinfer_bench.data.validate import (
     workload_problems,
 )
 from flashinfer_bench.bench.skips import GPU_LANGS, INTERPRETED_LANGS, cpu_skip_reason
+from flashinfer_bench.compile.toolchain import missing_toolchain
 from flashinfer_bench.device import detect_device
 
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
@@ -262,6 +263,10 @@ def build_plan(
         lang = s.spec.language.value
         interpreted = lang in INTERPRETED_LANGS
         for uuid, wl_json in plan.workloads.get(d.name, {}).items():
+            missing = missing_toolchain(lang)
+            if missing:
+                plan.skipped.append(Skipped(d.name, s.name, uuid, missing))
+                continue
             if plan.device == "cpu":
                 if lang in GPU_LANGS:
                     plan.skipped.append(Skipped(d.name, s.name, uuid, f"{lang} solution needs a GPU (compiled only)"))
