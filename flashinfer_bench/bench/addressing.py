@@ -71,6 +71,22 @@ def device_slug(device: str) -> str:
     return "gpu" + re.sub(r"[^a-z0-9]+", "", phys.lower()).removeprefix("gpu")[:24]
 
 
+def default_worker_dir() -> Path:
+    """Where workers live unless FIB_WORKER_DIR says otherwise: node-local (sockets), one set per
+    GPU allocation (SLURM jobs sharing a node see different CUDA_VISIBLE_DEVICES and must not
+    share a worker started for other GPUs). The pipeline's jobs and the Python API share it."""
+    env = os.environ.get("FIB_WORKER_DIR")
+    if env:
+        return Path(env)
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    suffix = f"-cvd{cvd.replace(',', '_')}" if cvd else ""
+    return Path(f"/tmp/fib-workers-{os.getuid()}{suffix}")
+
+
+def measure_lock_dir() -> Path:
+    return Path(os.environ.get("FIB_MEASURE_LOCK_DIR") or f"/tmp/fib-measure-{os.getuid()}")
+
+
 def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
     slug = device_slug(device)
     wid = f"{slug}-{code_fingerprint()[:12]}"
@@ -80,8 +96,9 @@ def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
         sock = Path("/tmp") / f"fib-{os.getuid()}-{short}.sock"
     return {
         "socket": sock, "lock": wdir / f"{wid}.lock", "log": wdir / f"{wid}.log", "id": Path(wid),
-        # one measurement at a time on a device, also across worker versions
-        "measure_lock": wdir / f"{slug}.measure.lock",
+        # one measurement at a time on a device, also across worker versions and worker
+        # directories (a notebook's Benchmark and a pipeline run used to measure at once)
+        "measure_lock": measure_lock_dir() / f"{slug}.measure.lock",
     }
 
 

@@ -8,22 +8,20 @@ worker: the start is done under a file lock.
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import os
-import re
 import socket
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, Optional, Union
 
 from ..data import Definition, Solution, Trace, Workload
 from ..env import cache_path
 from .assemble import assemble_trace, environment
-from .addressing import WorkerUnavailable, code_fingerprint, device_slug, physical_gpu, resolve_device, worker_paths  # noqa: F401
+from .addressing import (  # noqa: F401
+    WorkerUnavailable, code_fingerprint, default_worker_dir, device_slug, physical_gpu, resolve_device, worker_paths,
+)
 from .config import EvalConfig
 from .loader import build_to_dict
 from .protocol import ConnectionClosed, connect, recv_msg, send_msg
@@ -32,7 +30,7 @@ _PKG = Path(__file__).resolve().parent.parent
 
 
 def worker_dir(config: EvalConfig) -> Path:
-    return Path(config.worker_dir) if config.worker_dir else cache_path() / "workers"
+    return Path(config.worker_dir) if config.worker_dir else default_worker_dir()
 
 
 @contextmanager

@@ -569,6 +569,7 @@ class Supervisor:
         if self.measure_lock is None:
             yield
             return
+        self.measure_lock.parent.mkdir(parents=True, exist_ok=True)
         with open(self.measure_lock, "a+") as f:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
             try:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from flashinfer_bench.bench.addressing import default_worker_dir
 from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload
 from flashinfer_bench.data.charge import charged_party
 from flashinfer_bench.data.io import atomic_write_json, atomic_write_text, read_json
@@ -105,7 +105,7 @@ def benchmark_job(
     evaluation: Dict[str, Any] = json.loads(evaluation_json)
     if cache_dir:
         evaluation.setdefault("cache_dir", cache_dir)
-    evaluation.setdefault("worker_dir", str(_worker_dir()))
+    evaluation.setdefault("worker_dir", str(default_worker_dir()))
     config = EvalConfig(**evaluation)
     t0 = time.perf_counter()
     if device.startswith("cuda"):
@@ -117,15 +117,6 @@ def benchmark_job(
     _progress(_describe(trace, time.perf_counter() - t0))
 
 
-def _worker_dir() -> Path:
-    """Node-local (sockets), one set per GPU allocation: SLURM jobs sharing a node see different
-    CUDA_VISIBLE_DEVICES and must not share a worker that was started for other GPUs."""
-    env = os.environ.get("FIB_WORKER_DIR")
-    if env:
-        return Path(env)
-    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-    suffix = f"-cvd{cvd.replace(',', '_')}" if cvd else ""
-    return Path(f"/tmp/fib-workers-{os.getuid()}{suffix}")
 
 
 def _describe(trace: Trace, wall: float) -> str:
