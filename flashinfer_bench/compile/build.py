@@ -181,7 +181,7 @@ def _run_child(
         "binding": key["binding"],
         "entry_file": spec.entry_file,
         "entry_symbol": spec.entry_symbol,
-        "dps": spec.destination_passing_style,
+        "dps": key["destination_passing_style"],  # as written, or what the entry's signature fits
         "package": package_name(key["language"], digest),
         "src_dir": str(src),
         "work_dir": str(tmp),

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..data import Definition, Solution
+from ..data.signature import effective_dps
 from . import toolchain as tc
 
 # Bump when a builder changes how it builds (flags, layout of the artifact, warm-up policy).
@@ -102,7 +103,7 @@ def build_key(solution: Solution, definition: Definition) -> Dict[str, Any]:
         "language": language,
         "entry_point": spec.entry_point,
         "binding": binding,
-        "destination_passing_style": spec.destination_passing_style,
+        "destination_passing_style": effective_dps(solution, definition),
         "dependencies": sorted(spec.dependencies),
         "sources": sorted(
             [str(PurePosixPath(s.path)), source_digest(s.content)] for s in solution.sources

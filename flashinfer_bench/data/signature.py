@@ -7,7 +7,7 @@ positionally; a value-returning one with the inputs.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import Any, List, Optional
 
 
 def arity_problem(
@@ -58,3 +58,35 @@ def ast_arity_problem(
     return arity_problem(
         fn.name, shown, n_required, None if a.vararg else len(positional), kw_required, inputs, outputs, dps
     )
+
+
+PYTHON_ENTRY_LANGS = ("python", "triton", "tilelang")
+
+
+def _entry_def(source: str, symbol: str) -> Optional[ast.FunctionDef]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == symbol]
+    return found[-1] if found and isinstance(found[-1], ast.FunctionDef) else None
+
+
+def effective_dps(solution: Any, definition: Any) -> bool:
+    """The solution's calling convention. `spec.destination_passing_style` as written; when the
+    solution does not say (0.1.2 then assumes true), what its Python entry's signature fits: a
+    `run(input, residual, weight, eps)` that returns its outputs is value-returning, as the user's
+    documents write it (example 04: "Triton: PASSED"). Both or neither fitting: the default."""
+    spec = solution.spec
+    if "destination_passing_style" in spec.model_fields_set or spec.language.value not in PYTHON_ENTRY_LANGS:
+        return bool(spec.destination_passing_style)
+    entry = solution.get_source(spec.entry_file)
+    fn = _entry_def(entry.content, spec.entry_symbol) if entry is not None else None
+    if fn is None:
+        return bool(spec.destination_passing_style)
+    ins, outs = list(definition.inputs), list(definition.outputs)
+    if ast_arity_problem(fn, ins, outs, True) is None:
+        return True
+    if ast_arity_problem(fn, ins, outs, False) is None:
+        return False
+    return bool(spec.destination_passing_style)

@@ -5,9 +5,9 @@ import hashlib
 import json
 from enum import Enum
 from pathlib import Path, PurePosixPath
-from typing import List, Literal, Optional
+from typing import Any, List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from .fields import Bool, NameStr, path_text_problem
 
@@ -42,6 +42,15 @@ class BuildSpec(BaseModel):
     dependencies: List[str] = Field(default_factory=list)
     destination_passing_style: Bool = True
     binding: Optional[Literal["tvm-ffi", "torch"]] = None
+
+    @model_serializer(mode="wrap")
+    def _keep_unset_dps_unset(self, handler: Any) -> Any:
+        """A spec that never said its calling convention is saved without it, so that it is still
+        inferred from the entry's signature when loaded back (data/signature.effective_dps)."""
+        out = handler(self)
+        if isinstance(out, dict) and "destination_passing_style" not in self.model_fields_set:
+            out.pop("destination_passing_style", None)
+        return out
 
     @field_validator("entry_point")
     @classmethod

@@ -261,7 +261,7 @@ def _python_entry_problems(s: Solution, d: Optional[Definition] = None) -> List[
     """Python/Triton sources, before anything is built: every .py source parses; the entry file is
     a .py file that defines the entry symbol at import; an entry that is a plain `def` takes the
     arguments the definition passes (inputs, then outputs when destination-passing)."""
-    from .signature import ast_arity_problem
+    from .signature import ast_arity_problem, effective_dps
 
     out: List[Finding] = []
     trees: Dict[int, ast.Module] = {}
@@ -298,7 +298,7 @@ def _python_entry_problems(s: Solution, d: Optional[Definition] = None) -> List[
         return out  # a class, an alias, an import, or chosen at import time: checked by the build
     if any(_decorator_name(x) not in _SIGNATURE_KEEPING for x in last.decorator_list):
         return out
-    why = ast_arity_problem(last, list(d.inputs), list(d.outputs), s.spec.destination_passing_style)
+    why = ast_arity_problem(last, list(d.inputs), list(d.outputs), effective_dps(s, d))
     if why:
         out.append(_err("spec.entry_point", f"{entry.path}:{last.lineno}: {why}"))
     return out
