@@ -19,7 +19,7 @@ from flashinfer_bench.data.io import atomic_write_json, atomic_write_text, read_
 from flashinfer_bench.data.trace_files import merge_traces  # the one merge rule of traces/ files
 from flashinfer_bench.report.units import fmt_latency, fmt_speedup, workload_label
 
-log = logging.getLogger("flashinfer_bench.pipeline")
+logger = logging.getLogger("flashinfer_bench.pipeline")
 
 
 def _setup_log(path: Optional[str]) -> None:
@@ -75,7 +75,7 @@ def compile_job(dataset: str, solution_file: str, definition_file: str, out: str
     hit = " (cache hit)" if d.get("cache_hit") else ""
     _progress(f"compile {solution.name}: {status}{hit} in {time.perf_counter() - t0:.2f} s")
     if status not in ("OK",):
-        log.warning("build of %s: %s\n%s", solution.name, status, d.get("log", ""))
+        logger.warning("build of %s: %s\n%s", solution.name, status, d.get("log", ""))
 
 
 # --------------------------------------------------------------------------- benchmark
