@@ -53,3 +53,28 @@ def get_fib_enable_apply() -> bool:
 
 def get_fib_enable_tracing() -> bool:
     return tracing_enabled()
+
+
+def unwritable(path: Path, what: str, remedy: str) -> Optional[str]:
+    """Why `path` cannot hold our files (None when it can): checked before a run starts, so that an
+    unwritable directory is one message and a non-zero exit instead of a failed trace per
+    evaluation written into the dataset (issue 17)."""
+    probe = Path(path) / f".fib-write-test-{os.getpid()}"
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return f"{what} {path} is not writable ({e.strerror or type(e).__name__}): {remedy}"
+    return None
+
+
+def run_directory_problems(workers: Path, results: Optional[Path] = None, cache: Optional[Path] = None) -> list:
+    """The directories a run writes to, each checked with `unwritable` (workers: the per-device
+    workers' sockets and logs; results: the pipeline's per-job outputs; cache: built artifacts)."""
+    checks = [
+        (results, "the results directory", "pass --results DIR"),
+        (cache or cache_path(), "the artifact cache", "set FIB_CACHE_PATH to a writable directory"),
+        (workers, "the worker directory", "set FIB_WORKER_DIR to a writable local directory"),
+    ]
+    return [w for p, what, remedy in checks if p is not None for w in [unwritable(p, what, remedy)] if w]

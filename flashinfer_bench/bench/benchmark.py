@@ -15,6 +15,8 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from ..data import Definition, Solution, Trace, TraceSet, Workload
 from ..data.charge import charged_party
+from ..env import run_directory_problems
+from .addressing import default_worker_dir
 from .client import evaluate_via_worker, resolve_device
 from .config import BenchmarkConfig, EvalConfig
 from .loader import build_solution
@@ -38,6 +40,12 @@ class Benchmark:
     def __init__(self, trace_set: TraceSet, config: Optional[BenchmarkConfig] = None) -> None:
         self.trace_set = trace_set
         self.config = config or BenchmarkConfig()
+        problems = run_directory_problems(
+            Path(self.config.worker_dir) if self.config.worker_dir else default_worker_dir(),
+            cache=Path(self.config.cache_dir) if self.config.cache_dir else None,
+        )
+        if problems:  # the machine's problem, before anything runs or is written
+            raise EnvironmentError("; ".join(problems))
         self.device = resolve_device(self.config.to_eval_config().device)
         self.eval_config: EvalConfig = self.config.to_eval_config(self.device)
         # (definition, solution, workload uuid, reason) of the pairs not evaluated on this device:

@@ -164,6 +164,14 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if len(args.local) > 1:
             results = results / dataset.name
+        from flashinfer_bench.bench.addressing import default_worker_dir
+        from flashinfer_bench.env import run_directory_problems
+
+        problems = [] if args.dry_run else run_directory_problems(default_worker_dir(), results)
+        if problems:  # the machine's problem: one message each, nothing run, nothing written
+            for p in problems:
+                print(f"flashinfer-bench: environment error: {p}", file=sys.stderr)
+            return ENVIRONMENT_ERROR_EXIT
         # A config file, not --config: Snakemake reads --config values as strings.
         overrides = _config_overrides(args, dataset, results.resolve())
         cfg_file = results / ".flashinfer-bench-run.json"
