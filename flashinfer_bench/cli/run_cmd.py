@@ -165,7 +165,15 @@ def run(args: argparse.Namespace) -> int:
         if len(args.local) > 1:
             results = results / dataset.name
         from flashinfer_bench.bench.addressing import default_worker_dir
-        from flashinfer_bench.env import run_directory_problems
+        from flashinfer_bench.env import run_directory_problems, unwritable
+
+        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        if not args.dry_run and unwritable(user_cache, "the user cache", "") and "XDG_CACHE_HOME" not in os.environ:
+            # an unwritable HOME: Snakemake's source cache (and ours, unless FIB_CACHE_PATH is set)
+            # go under the results directory instead of ending in Snakemake's traceback
+            os.environ["XDG_CACHE_HOME"] = str((results / ".cache").resolve())
+            print(f"flashinfer-bench: note: {user_cache} is not writable; caches go to {os.environ['XDG_CACHE_HOME']} "
+                  "(set XDG_CACHE_HOME or FIB_CACHE_PATH to choose)", file=sys.stderr)
 
         problems = [] if args.dry_run else run_directory_problems(default_worker_dir(), results)
         if problems:  # the machine's problem: one message each, nothing run, nothing written

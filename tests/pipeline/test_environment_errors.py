@@ -51,3 +51,17 @@ def test_benchmark_refuses_an_unwritable_worker_directory(tmp_path: Path) -> Non
     bad = _readonly_dir(tmp_path, "ro")
     with pytest.raises(OSError, match="the worker directory .* is not writable .*FIB_WORKER_DIR"):
         Benchmark(TraceSet.from_path(ds), BenchmarkConfig(device="cpu", worker_dir=str(bad), cache_dir=str(tmp_path / "c")))
+
+
+def test_an_unwritable_home_is_no_traceback(tmp_path: Path) -> None:
+    # Snakemake keeps a source cache under ~/.cache: with HOME unwritable it ended in a traceback
+    ds = write_dataset(tmp_path, batches=(1,))
+    env = {**os.environ, "HOME": str(_readonly_dir(tmp_path, "home")), "FIB_WORKER_DIR": str(tmp_path / "w")}
+    env.pop("XDG_CACHE_HOME", None)
+    env.pop("FIB_CACHE_PATH", None)
+    p = subprocess.run([sys.executable, "-m", "flashinfer_bench", "run", "--local", str(ds), "--device", "cpu",
+                        "--results", str(tmp_path / "results")],
+                       capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "Traceback" not in p.stderr and "is not writable; caches go to" in p.stderr
+    assert any((ds / "traces").rglob("*.jsonl"))
