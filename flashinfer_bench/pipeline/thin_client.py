@@ -1,14 +1,16 @@
 """The benchmark job: hand one (solution, workload) to the device's warm worker, write its trace.
 
-Run as a file (`python -S .../thin_client.py ...`, from the rule's `shell:`), not as a module of the
-package, and without site-packages until the full client needs them (`-S`: the site module and
-editable-install finders cost 20-30 ms a job): importing `flashinfer_bench` pulls in pydantic, and Snakemake's `script:` wrapper imports
-snakemake; together about 0.8 s a job, more than most measurements take. This file needs only
-the standard library and two stdlib-only modules of ours, loaded by path: the worker's address
-(`bench/addressing.py`) and its wire format (`bench/protocol.py`); the worker validates the
-request and assembles the trace. Anything off the fast path (no worker running yet, a failed
-build, a worker that does not answer) goes to the full client, `pipeline.jobs.benchmark_job`,
-which starts the worker and turns every failure into a trace.
+Loaded by path from the rule's entry, `scripts/benchmark.py` (run as `python -S`), not imported as
+a module of the package, and without site-packages until the full client needs them (`-S`: the
+site module and editable-install finders cost 20-30 ms a job): importing `flashinfer_bench` pulls
+in pydantic, and Snakemake's `script:` wrapper imports snakemake; together about 0.8 s a job, more
+than most measurements take. This file needs only the standard library and stdlib-only modules of
+ours, loaded by path: the worker's address (`bench/addressing.py`), its wire format
+(`bench/protocol.py`), the GPU slot lock (`pipeline/gpu_slots.py`), the progress line's units
+(`report/units.py`) and the atomic write (`atomic.py`); the worker validates the request and
+assembles the trace. Anything off the fast path (no worker running yet, a failed build, a worker
+that does not answer) goes to the full client, `pipeline.jobs.benchmark_job`, which starts the
+worker and turns every failure into a trace.
 """
 from __future__ import annotations
 
@@ -30,18 +32,6 @@ def _load(name: str, path: Path):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     return mod
-
-
-def _write_atomic(path: str, text: str) -> None:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")  # (tempfile's import costs ~10 ms a job)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
 
 
 _REQUIRED = ("build", "out", "definition-file", "solution-file", "workload", "evaluation", "device", "dataset", "log")
@@ -160,7 +150,7 @@ def main() -> int:
             cache_dir=a.cache_dir or None, log=a.log,
         )
         return 0
-    _write_atomic(a.out, json.dumps(trace) + "\n")
+    _load("_fib_atomic", _PKG / "atomic.py").atomic_write_text(a.out, json.dumps(trace) + "\n")
     line = _progress(trace, time.perf_counter() - t0)
     Path(a.log).parent.mkdir(parents=True, exist_ok=True)
     Path(a.log).write_text(line + "\n")

@@ -11,8 +11,8 @@ This script embeds the listed files as {"path", "content"} entries and writes
 dataset/solutions/<author>/<op_type>/<definition>/<name>.json (FlashInfer Trace layout), where
 op_type comes from the definition file under dataset/definitions/.
 
-    python scripts/pack_solutions.py            # write the JSON files
-    python scripts/pack_solutions.py --check    # exit 1 if any JSON file is missing or stale
+    python dataset_src/pack.py            # write the JSON files
+    python dataset_src/pack.py --check    # exit 1 if any JSON file is missing or stale
 
 Only the standard library is used, so the script runs with any Python 3.
 """
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             write_atomic(target, text)
             print(f"wrote       {rel}")
     if stale:
-        print(f"{len(stale)} solution file(s) out of date; run scripts/pack_solutions.py",
+        print(f"{len(stale)} solution file(s) out of date; run dataset_src/pack.py",
               file=sys.stderr)
         return 1
     return 0
