@@ -257,7 +257,15 @@ class TracingRuntime:
                 "FLASHINFER_BENCH_DATASET_PATH or dataset_dir at a dataset with definitions/)",
             )
             return
-        selected = self._select(_load_definitions(defs_dir), tracing_configs)
+        defs = _load_definitions(defs_dir)
+        if not defs:
+            self.warn_once(
+                "no-defs",
+                f"tracing: {defs_dir} holds no definition; nothing is traced (add the kernels' "
+                "definitions/<op_type>/<name>.json first)",
+            )
+            return
+        selected = self._select(defs, tracing_configs)
         if not selected:
             return
         if not self._writable():

@@ -285,3 +285,11 @@ def test_file_size_limit_never_leaves_a_torn_line(tmp_path: Path, ds: Path) -> N
     text = (ds / "workloads" / "rmsnorm" / "toy_rmsnorm_h64.jsonl").read_text()
     assert text.endswith("\n")
     assert [json.loads(x)["workload"]["axes"]["batch"] for x in text.splitlines()] == [1, 2, 3]
+
+
+def test_a_dataset_without_definitions_warns_that_nothing_is_traced(tmp_path: Path) -> None:
+    # issue 17: `--trace DIR` on an empty folder traced nothing, silently
+    (tmp_path / "definitions").mkdir()
+    with pytest.warns(TracingWarning, match="holds no definition; nothing is traced"):
+        with fb.enable_tracing(dataset_dir=tmp_path):
+            pass
