@@ -64,12 +64,18 @@ def environment(static: Optional[Dict[str, Any]], per_eval: Optional[Dict[str, A
     return _finite_or_none(env)
 
 
+# control characters but tab and newline, as \\xNN: a log printed on a terminal cannot clear the
+# screen, move the cursor or overwrite a line with "\\rPASSED" (issue 15: hostile bytes in output)
+_CONTROLS = str.maketrans({c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A)})
+
+
 def safe_text(s: str) -> str:
     """Text any JSON writer and UTF-8 file accepts: lone surrogates (a solution may print or raise
-    them) as backslash escapes, NUL as \\x00."""
+    them) as backslash escapes, NUL and the other control characters (but tab and newline) as
+    \\xNN."""
     if not isinstance(s, str):
         s = str(s)
-    return s.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+    return s.encode("utf-8", "backslashreplace").decode("utf-8").translate(_CONTROLS)
 
 
 def assemble_trace(

@@ -78,6 +78,10 @@ def prepare(
     if group is not None:
         _STATE["layers"].append("pidscg")
         _STATE["pids_max"] = pids_max
+    # the CPU time of everything this runner runs, readable by the supervisor (its witness)
+    cpu_group, usage, cpu_note = cgroup.enter_cpu_accounting(group)
+    _STATE["notes"]["cpu_usage_file"] = usage
+    _STATE["notes"]["cpu_accounting"] = cpu_note
     # a pid namespace entered before CUDA init breaks the driver (cudaGetDeviceCount error 304,
     # measured on the H100 machine); user+net namespaces keep CUDA working, so only CPU runners
     # (CUDA_VISIBLE_DEVICES="" from the worker) also get a pid namespace
@@ -85,7 +89,7 @@ def prepare(
     _STATE["layers"] += names
     if "pidns" in names:
         # from here on we are the runner, pid 2 of the namespace
-        ns.fork_into_pid_namespace(on_exit=lambda: cgroup.leave_and_remove(group))
+        ns.fork_into_pid_namespace(on_exit=lambda: [cgroup.leave_and_remove(g) for g in (cpu_group, group)])
     else:
         try:
             ns.set_subreaper()

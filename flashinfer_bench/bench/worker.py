@@ -37,7 +37,7 @@ from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
-from .sandbox import supervise
+from .sandbox import supervise, witness
 from .speedup import reusable_reference
 
 log = logging.getLogger("flashinfer_bench.worker")
@@ -381,7 +381,7 @@ class Supervisor:
             request["reference_stats"] = ref_stats
         nonce = os.urandom(8).hex()
         shm["before"] = _shm_entries()
-        watch = supervise.MemoryWatch(r.proc.pid, supervise.host_limit(r.ready))
+        watch = supervise.MemoryWatch.for_runner(r.proc.pid, r.ready)
         try:
             with watch:
                 send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
@@ -417,6 +417,9 @@ class Supervisor:
         r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
         # how this runner began: forked from the runner zygote, or started from scratch
         result.setdefault("env", {})["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
+        supervise.own_reference(result, ref_stats)  # never the copy the solution's runner echoed
+        with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
+            witness.verify(self, r, request, result, self.device, cfg.timeout_s)
         suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
         if suspicion:
             extra = result.setdefault("extra", {})

@@ -157,9 +157,10 @@ def test_concurrent_builds_from_three_processes_build_once(cache, tmp_path):
 
 _SLOW = """\
 import os, time
-if os.environ.get("FIB_TEST_SLOW_IMPORT"):
-    # a build writes only its own directory (TMPDIR is inside it): the test finds the file there
-    with open(os.path.join(os.environ["TMPDIR"], os.environ["FIB_TEST_SLOW_IMPORT"]), "w") as f:
+if os.environ.get("FIB_BUILD_TEST_SLOW_IMPORT"):
+    # a build writes only its own directory (TMPDIR is inside it): the test finds the file there;
+    # the build sees only allow-listed variables (FIB_BUILD_* among them), see sandbox/policy.py
+    with open(os.path.join(os.environ["TMPDIR"], os.environ["FIB_BUILD_TEST_SLOW_IMPORT"]), "w") as f:
         f.write(str(os.getpid()))
     time.sleep(120)
 
@@ -181,7 +182,7 @@ def _alive(pid: int) -> bool:
 
 def test_killed_build_leaves_no_artifact_and_the_next_build_succeeds(cache, tmp_path):
     name = f"started-{os.getpid()}.pid"
-    env = dict(os.environ, FIB_TEST_SLOW_IMPORT=name)
+    env = dict(os.environ, FIB_BUILD_TEST_SLOW_IMPORT=name)
     proc = subprocess.Popen([sys.executable, "-c", _script(_SLOW, cache)], env=env, stdout=subprocess.DEVNULL)
     deadline = time.time() + 60
 

@@ -23,7 +23,8 @@ from tests.bench.conftest import GOOD_VR, make_solution, rms_definition, rms_wor
 ATTACKS = Path(__file__).parent / "attacks"
 REPO = Path(__file__).resolve().parents[2]
 # small limits so that hitting them is quick (the worker passes its environment to its runners)
-LIMITS = {"FIB_SANDBOX_HOST_MEM_GB": "2", "FIB_SANDBOX_FSIZE_MB": "16", "FIB_SANDBOX_NPROC": "64"}
+LIMITS = {"FIB_SANDBOX_HOST_MEM_GB": "2", "FIB_SANDBOX_FSIZE_MB": "16", "FIB_SANDBOX_NPROC": "64",
+          "FIB_SANDBOX_SCRATCH_MB": "256", "FIB_SANDBOX_SCRATCH_FILES": "20000"}
 # an exported secret of the user who runs the worker: no runner may see it
 SECRET = {"FIB_TEST_API_SECRET": "hunter2-7f3a9c"}
 _SKIP_DIRS = {".git", ".venv", "__pycache__", ".pytest_cache", ".snakemake", ".ruff_cache", ".mypy_cache", "results"}
@@ -98,8 +99,8 @@ class Lab:
         self.marker = f"fib-breach-{uuid.uuid4().hex[:12]}"
         self.secret = tmp / "w" / "supervisor-secret.txt"
 
-    def start(self) -> Dict:
-        with env_vars({**LIMITS, **SECRET, "FIB_DATASET_PATH": str(self.dataset)}):
+    def start(self, env: Optional[Dict[str, str]] = None) -> Dict:
+        with env_vars({**LIMITS, **SECRET, "FIB_DATASET_PATH": str(self.dataset), **(env or {})}):
             ready = warm_worker("cpu", self.config)
         assert ready is not None, "the confined CPU worker did not start"
         self.secret.write_text(f"SECRET-{self.marker}\n")
@@ -113,6 +114,8 @@ class Lab:
             "other_artifact": self.good_build["artifact_dir"], "worker_dir": str(self.worker_dir),
             "worker_socket": str(paths["socket"]), "secret": str(self.secret),
             "logs_dir": str(next(self.worker_dir.glob("*.d")) / "logs"),
+            "trace_file": str(self.dataset / "traces" / "rmsnorm" / f"{self.definition.name}.jsonl"),
+            "other_artifact_file": str(Path(self.good_build["artifact_dir"]) / "main.py"),
         }
         t.update(extra)
         return t

@@ -10,11 +10,17 @@ fails the evaluation ("timer_patched"); another replaced torch function is flagg
 evaluation mean work still running after the solution returned ("background_work"): they are
 killed with the runner.
 
+torch.Tensor is watched whole: its dunders (`__invert__`, `__ne__`: the harness's checks use them)
+and any *new* attribute on it, which would shadow a C method or getter of `torch._C.TensorBase`
+(`sum`, `shape`: not in torch.Tensor's own dict, so a snapshot of that dict never saw them): both
+fail the evaluation like a replaced timer (issue 15: each disarmed the re-check of timed calls).
+New names on torch, torch.nn.functional and time are flagged like replaced torch functions.
+
 What this cannot see, said plainly: code in the same process can patch and restore between our
 checks, patch C code or memory, or walk the interpreter's frames to our locals. The decisive
-defences do not live here: the timed outputs are checked against a reference computed after the
-call returned, device time comes from events, and the supervisor checks every number for
-plausibility against a roofline floor it computes itself.
+defences do not live here: the supervisor's witness (bench/sandbox/witness.py) re-times the
+solution from outside the process and has its outputs checked in the reference runner, and the
+supervisor checks every number for plausibility.
 """
 from __future__ import annotations
 
@@ -44,6 +50,8 @@ _CRITICAL_TORCH_CUDA = {
 
 def _critical(name: str) -> bool:
     if name.startswith(_CRITICAL_PREFIXES):
+        return True
+    if name.startswith("torch.Tensor.") and (name[len("torch.Tensor."):].startswith("__") or name.endswith(" (new)")):
         return True
     if name.startswith("torch.cuda."):
         return name[len("torch.cuda."):] in _CRITICAL_TORCH_CUDA
@@ -80,6 +88,9 @@ def watched_objects() -> Dict[str, Tuple[Any, str, Any]]:
         _public_callables(torch.cuda.Event, "torch.cuda.Event", out)
         _public_callables(torch.cuda.Stream, "torch.cuda.Stream", out)
         _public_callables(torch.Tensor, "torch.Tensor", out)
+        for name, obj in list(vars(torch.Tensor).items()):  # dunders too: the checks use operators
+            if name.startswith("__") and name not in _TENSOR_SKIP:
+                out[f"torch.Tensor.{name}"] = (torch.Tensor, name, obj)
         _public_callables(torch, "torch", out)
         _public_callables(torch.nn.functional, "torch.nn.functional", out)
     pkg = __name__.rsplit(".", 2)[0]  # flashinfer_bench.bench
@@ -91,6 +102,23 @@ def watched_objects() -> Dict[str, Tuple[Any, str, Any]]:
         for name, obj in list(vars(mod).items()):
             if isinstance(obj, type) and getattr(obj, "__module__", "") == mod.__name__:
                 _public_callables(obj, f"{short}.{name}", out, private=True)
+    return out
+
+
+_TENSOR_SKIP = {"__dict__", "__weakref__", "__doc__", "__module__", "__annotations__", "__slots__"}
+
+
+def _namespaces() -> Dict[str, Any]:
+    """Owners whose set of names is snapshotted: a name added later is a shadow or a patch."""
+    out: Dict[str, Any] = {}
+    import time
+
+    out["time"] = time
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        out["torch.Tensor"] = torch.Tensor
+        out["torch"] = torch
+        out["torch.nn.functional"] = torch.nn.functional
     return out
 
 
@@ -121,10 +149,24 @@ class Guard:
 
     def __init__(self) -> None:
         self._watched = watched_objects()
+        self._names = {label: (owner, set(vars(owner))) for label, owner in _namespaces().items()}
         self._threads = {t.ident for t in threading.enumerate()}
 
+    def _added(self) -> List[Tuple[str, Any, str]]:
+        """(label, owner, name) of attributes that appeared since the snapshot (submodules that an
+        import attached to torch excepted)."""
+        out = []
+        for label, (owner, names) in self._names.items():
+            for name in set(vars(owner)) - names:
+                if isinstance(vars(owner).get(name), types.ModuleType):
+                    continue
+                out.append((label, owner, name))
+        return out
+
     def replaced(self) -> List[str]:
-        return [n for n, (owner, attr, obj) in self._watched.items() if _static(owner, attr) is not obj]
+        return [n for n, (owner, attr, obj) in self._watched.items() if _static(owner, attr) is not obj] + [
+            f"{label}.{name} (new)" for label, _, name in self._added()
+        ]
 
     def restore(self) -> None:
         for owner, attr, obj in self._watched.values():
@@ -133,6 +175,11 @@ class Guard:
                     setattr(owner, attr, obj)
                 except (AttributeError, TypeError):
                     pass
+        for _, owner, name in self._added():
+            try:
+                delattr(owner, name)
+            except (AttributeError, TypeError):
+                pass
 
     def leftovers(self) -> Tuple[List[str], List[int]]:
         """(new Python threads still alive, child processes still alive) since the snapshot."""

@@ -1,0 +1,509 @@
+"""The supervisor's witness: a check of a PASSED result that no code in the solution's process
+can bend (issue 15).
+
+Everything a runner measures lives in the address space the solution runs in: frames, the heap
+(`gc.get_objects()`), closures, the sampler, the clock's C method table, the statistics, the
+sealer. Any of it can be rewritten from inside a call, and each of those rewrites produced a
+PASSED trace with a fake 5x-100x speedup (tests/security/attacks). So once a runner reports
+PASSED, the supervisor checks the two claims that matter with what it observes from outside:
+
+1. **Correctness.** The reference runner (where no solution ever ran) makes `k` input sets from
+   a seed the supervisor draws now (os.urandom) and hands them over as bytes; the solution's
+   runner calls the solution once on each and returns the outputs as bytes; the reference runner
+   computes the reference on its own copy of each set and applies the definition's check. Outputs
+   the solution's own process vouched for are not trusted.
+2. **Time.** The supervisor measures each of those requests to the solution's runner from outside:
+   on a CPU the CPU time its cgroup used (every thread and process of the runner, exited ones
+   included; unaffected by other load on the machine), on a GPU the wall time from sending the
+   request to receiving the reply. Nothing the runner does can make that shorter than the work it
+   really did, nothing could be computed earlier (the inputs did not exist), and parallel threads
+   or children add their CPU time. The same request to the reference runner with a null call
+   measures the harness's share (decoding inputs, encoding outputs), which is subtracted; the
+   fastest of `ROUNDS` rounds counts (every round's outputs are checked).
+
+The result stands when every output checks and the witnessed time per call is at most
+`SLACK` x the claimed latency + `ABS_MS` (on a GPU the claim is device time: the host time per
+call the runner reported is allowed for). Otherwise the trace becomes INCORRECT_NUMERICAL
+(`witness_wrong`) or RUNTIME_ERROR (`timing_disputed`); on a GPU a timing dispute only flags the
+trace unless FIB_WITNESS_GPU=fail (not yet measured on a GPU). Not caught: a forged latency within
+the slack; configurations without a reference runner (fresh_runner_per_solution or
+profile_baseline off) and workloads whose inputs and outputs are too large to copy
+(`MAX_BYTES`): those traces say `unwitnessed`. FIB_WITNESS=off turns it off (the tests do, to
+show the attacks it stops).
+
+Runner side (`inputs`, `prepare`, `run`, `check`) imports torch; the supervisor side (`verify`)
+does not.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+K_CALLS = 8
+ROUNDS = 3
+SLACK = 2.0  # CPU: CPU time in a VM shared with other jobs still varies by ~2x, 0.1 ms per call
+ABS_MS = 0.15
+SLACK_GPU = 3.0  # not yet measured on a GPU: wide, and a dispute only flags there (FIB_WITNESS_GPU)
+ABS_MS_GPU = 0.05
+MAX_BYTES = 48 << 20  # inputs and outputs of one round, as bytes
+NULL_TTL_S = 600.0
+
+
+def enabled() -> bool:
+    return os.environ.get("FIB_WITNESS", "on").strip().lower() not in ("0", "off", "false", "no")
+
+
+# ----------------------------------------------------------------------------- runner side
+# Inputs and outputs travel as raw files in a directory of the runner's scratch that the
+# supervisor made for this round (JSON carries only their dtype and shape): no encoding cost in
+# the measured interval that a solution could shave, and nothing to read before the supervisor
+# puts the files there (after it took the first reading of the runner's CPU time).
+def _scratch() -> str:
+    return os.environ.get("FIB_SANDBOX_SCRATCH") or os.getcwd()
+
+
+def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
+    """Write the tensors of `rows` (a list per call) into one file, back to back; their dtype,
+    shape and place in it (scalars inline) as the rows' description."""
+    import torch
+
+    meta: List[List[Dict[str, Any]]] = []
+    chunks: List[Any] = []
+    off = 0
+    name = os.path.basename(path)
+    for row in rows:
+        out = []
+        for t in row:
+            if not isinstance(t, torch.Tensor):
+                out.append({"scalar": t if isinstance(t, (int, float, bool)) or t is None else repr(t)})
+                continue
+            c = t.detach().to("cpu").contiguous()
+            raw = c.reshape(-1).view(torch.uint8).numpy() if c.numel() else b""
+            n = len(raw)
+            chunks.append(raw)
+            out.append({"dtype": str(c.dtype).replace("torch.", ""), "shape": list(c.shape), "file": name,
+                        "offset": off, "nbytes": n})
+            off += n
+        meta.append(out)
+    with open(path, "wb") as f:
+        for ch in chunks:
+            f.write(memoryview(ch) if not isinstance(ch, bytes) else ch)
+    return meta
+
+
+def _read_file(folder: str, name: str) -> bytearray:
+    import stat
+
+    if "/" in name or name.startswith("."):
+        raise ValueError("bad file entry")
+    fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = bytearray(f.read(MAX_BYTES + 1))
+    if len(data) > MAX_BYTES:
+        raise ValueError("file too large")
+    return data
+
+
+def _load_all(meta: List[List[Dict[str, Any]]], folder: str, device: Any) -> List[List[Any]]:
+    """The rows `_save_all` described, read back (one read per file)."""
+    import torch
+
+    files: Dict[str, bytearray] = {}
+    rows = []
+    for row in meta:
+        out = []
+        for d in row:
+            if not isinstance(d, dict):
+                raise ValueError("not a saved value")
+            if "scalar" in d:
+                out.append(d["scalar"])
+                continue
+            dtype = getattr(torch, str(d.get("dtype")), None)
+            if not isinstance(dtype, torch.dtype):
+                raise ValueError(f"unknown dtype {d.get('dtype')!r}")
+            shape = [int(x) for x in d.get("shape") or []]
+            n = (math.prod(shape) if shape else 1) * torch.empty((), dtype=dtype).element_size()
+            name, off = str(d.get("file")), int(d.get("offset", -1))
+            if name not in files:
+                files[name] = _read_file(folder, name)
+            buf = files[name]
+            if off < 0 or int(d.get("nbytes", -1)) != n or off + n > len(buf):
+                raise ValueError("bytes do not match the shape and dtype")
+            t = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off).view(dtype).reshape(shape) if n else \
+                torch.empty(shape, dtype=dtype)
+            out.append(t.to(device))
+        rows.append(out)
+    return rows
+
+
+def _eval_run(state: Any, request: Dict[str, Any]) -> Any:
+    from ..evaluate import EvalRun
+
+    ev = EvalRun(state, request)
+    ev._bind_axes()
+    return ev
+
+
+def _make(ev: Any, seed: int, i: int) -> List[Any]:
+    from ..inputs import derive_seed, make_inputs
+
+    return make_inputs(ev.definition, ev.workload, derive_seed(seed, ev.workload.uuid, i), ev.device,
+                       ev.dataset_root, ev.state.st_cache, ev.specs)
+
+
+def _folder(name: str) -> str:
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError("bad folder name")
+    return os.path.join(_scratch(), name)
+
+
+def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) -> Dict[str, Any]:
+    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch."""
+    ev = _eval_run(state, request)
+    made = [_make(ev, seed, i) for i in range(k)]
+    state._witness_made = (seed, [[x.clone() if hasattr(x, "clone") else x for x in row] for row in made])
+    return {"status": "OK", "inputs": _save_all(made, os.path.join(_folder(folder), "inputs.bin"))}
+
+
+def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
+    """Solution's runner ("solution") or reference runner ("null"), not timed: load and bind."""
+    import torch
+
+    from ..inputs import allocate_outputs
+
+    ev = _eval_run(state, request)
+    runnable = state.runnable(ev.build, ev.definition) if mode == "solution" else None
+    zeros = [torch.zeros_like(o) for o in allocate_outputs(ev.definition, ev.axes, ev.device)]
+    state._witness = (ev, runnable, zeros)
+    return {"status": "OK"}
+
+
+def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str) -> Dict[str, Any]:
+    """Timed by the supervisor: one call per input set of `folder`, every output saved there
+    (the null mode of `prepare`: the zero outputs, no call)."""
+    import gc
+
+    from ..evaluate import _sync
+    from ..inputs import allocate_outputs
+
+    ev, runnable, zeros = state._witness
+    d = _folder(folder)
+    dps = bool(getattr(runnable, "dps", False))
+    results: List[List[Any]] = []
+    was = gc.isenabled()
+    gc.disable()  # no collection pause inside the supervisor's measurement
+    try:
+        for args in _load_all(saved_inputs, d, ev.device):
+            if runnable is None:
+                outs = zeros
+            else:
+                outs = allocate_outputs(ev.definition, ev.axes, ev.device) if dps else []
+                outs = ev._call_solution(runnable, args, outs)
+            _sync(ev.device)
+            results.append(list(outs))
+        calls = _save_all(results, os.path.join(d, "outputs.bin"))
+    finally:
+        if was:
+            gc.enable()
+    return {"status": "OK", "calls": calls}
+
+
+def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[str, Any]]], folder: str) -> Dict[str, Any]:
+    """Reference runner: remake the inputs of each call from `seed`, compute the reference, apply
+    the definition's check to the outputs the solution's runner saved (copied into `folder`)."""
+    from ..checks import make_checker
+    from ..correctness import check_structure
+
+    ev = _eval_run(state, request)
+    checker = make_checker(ev.check_spec, ev.definition)
+    ref = state.reference(ev.definition)
+    try:
+        all_outs = _load_all(calls, _folder(folder), ev.device)
+    except (ValueError, TypeError, KeyError, OSError) as e:
+        return {"status": "OK", "bad": [f"unreadable outputs ({e})"]}
+    kept = getattr(state, "_witness_made", None)
+    made = kept[1] if kept is not None and kept[0] == seed and len(kept[1]) == len(all_outs) else None
+    state._witness_made = None
+    bad: List[str] = []
+    for i, outs in enumerate(all_outs):
+        pristine = made[i] if made is not None else _make(ev, seed, i)
+        prob = check_structure(outs, ev.definition, ev.out_shapes, ev.device)
+        if prob is not None:
+            bad.append(f"call {i}: {prob.message}")
+            continue
+        ref_out = ev._call_reference(ref, pristine)
+        if int(checker.timed_bad(outs, ref_out, pristine, ev.tols)) == 0:  # the cheap device-side count first
+            continue
+        res = checker.check_trial(outs, ref_out, pristine, ev.tols)
+        bad.append(f"call {i}: {res.reason or 'outside the tolerance'}")
+    return {"status": "OK", "bad": bad}
+
+
+# ----------------------------------------------------------------------------- supervisor side
+def _usage_file(handle: Any) -> Optional[str]:
+    notes = ((handle.ready or {}).get("confine") or {}).get("notes") or {}
+    f = notes.get("cpu_usage_file")
+    return f if isinstance(f, str) else None
+
+
+def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = False,
+              before_send: Optional[Any] = None) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
+    """Send `msg` to a runner and wait for its sealed reply: (result, (wall ms, CPU ms), why-not).
+    CPU ms: the CPU time of the runner's cgroup when `cpu` (and it has one), else the wall time.
+    `before_send()` runs after the first CPU reading (it hands the runner its inputs)."""
+    from ...sandbox.cgroup import cpu_ns
+    from ..protocol import ConnectionClosed, recv_msg, send_msg
+    from . import channel
+
+    nonce = os.urandom(8).hex()
+    usage = _usage_file(handle) if cpu else None
+    c0 = cpu_ns(usage)
+    try:
+        if before_send is not None:
+            before_send()
+        t0 = time.perf_counter()
+        send_msg(handle.sock, {**msg, "nonce": nonce})
+        reply = recv_msg(handle.sock, timeout=timeout)
+    except TimeoutError:
+        return None, (0.0, 0.0), "timeout"
+    except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
+        return None, (0.0, 0.0), f"{type(e).__name__}: {e}"
+    wall = (time.perf_counter() - t0) * 1e3
+    c1 = cpu_ns(usage)
+    ms = (wall, (c1 - c0) / 1e6 if c0 is not None and c1 is not None else wall)
+    result, why = channel.verify(handle.key, nonce, handle.seq, reply)
+    if result is None:
+        return None, ms, why
+    handle.seq = int(reply.get("seq", handle.seq)) if handle.key is not None else handle.seq
+    return result, ms, ""
+
+
+class _Folder:
+    """A fresh directory in a runner's scratch (through /proc/<pid>/root), which the supervisor
+    fills and reads without following any link the runner may plant there."""
+
+    def __init__(self, handle: Any) -> None:
+        c = (handle.ready or {}).get("confine") or {}
+        pid, scratch = (handle.ready or {}).get("pid"), c.get("scratch_dir")
+        if not isinstance(pid, int) or not isinstance(scratch, str):
+            raise OSError("the runner did not say where its scratch is")
+        self.name = "fib-witness-" + os.urandom(8).hex()
+        base = os.open(f"/proc/{pid}/root{scratch}", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.mkdir(self.name, 0o700, dir_fd=base)
+            self.fd = os.open(self.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=base)
+        finally:
+            os.close(base)
+        self._base = f"/proc/{pid}/root{scratch}"
+
+    def write(self, name: str, data: bytes) -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    def read(self, name: str, limit: int) -> bytes:
+        import stat
+
+        if "/" in name or name.startswith("."):
+            raise OSError("bad file name")
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError("not a regular file")
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise OSError("file too large")
+        return data
+
+    def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]]) -> None:
+        names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
+        if len(names) > 1:
+            raise OSError("more than one data file")
+        for name in names:
+            other.write(name, self.read(name, MAX_BYTES))
+
+    def remove(self) -> None:
+        try:
+            for name in os.listdir(self.fd):
+                try:
+                    os.unlink(name, dir_fd=self.fd)
+                except OSError:
+                    pass
+            os.close(self.fd)
+            base = os.open(self._base, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.rmdir(self.name, dir_fd=base)
+            finally:
+                os.close(base)
+        except OSError:
+            pass  # the runner's scratch goes with the runner
+
+
+def _k_for(request: Dict[str, Any]) -> int:
+    """Calls per round: K_CALLS, fewer when inputs and outputs are large (MAX_BYTES a round)."""
+    from ...data import Definition
+
+    try:
+        d = Definition.model_validate(request["definition"])
+        axes = {k: v for k, v in ((request.get("workload") or {}).get("axes") or {}).items() if k in d.var_axes}
+        per_call = 0
+        for specs, shapes in ((d.inputs, d.input_shapes_by_name(axes)), (d.outputs, d.output_shapes_by_name(axes))):
+            per_call += sum(math.prod(shapes.get(n) or ()) * spec.dtype.bits for n, spec in specs.items()) // 8
+    except Exception:  # noqa: BLE001 - sizes unknown: the default
+        return K_CALLS
+    return int(min(K_CALLS, MAX_BYTES // max(1, per_call)))
+
+
+def _set_status(result: Dict[str, Any], status: str, message: str, flag: str) -> None:
+    extra = result.setdefault("extra", {})
+    extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), flag]))
+    extra["suspect"] = True
+    result["status"] = status
+    result["message"] = message
+    result["performance"] = None
+    if status != "INCORRECT_NUMERICAL":
+        result["correctness"] = None
+
+
+def _flag(result: Dict[str, Any], flag: str, note: str, suspect: bool = True) -> None:
+    extra = result.setdefault("extra", {})
+    extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), flag]))
+    extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + note]
+    if suspect:
+        extra["suspect"] = True
+
+
+def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
+    """Check a PASSED `result` of runner `r` (see the module docstring); changes `result` in place
+    when it does not stand. `sup` is the worker's Supervisor (its reference runner)."""
+    if result.get("status") != "PASSED" or not enabled():
+        return
+    t_start = time.perf_counter()
+    cfg = request.get("config") or {}
+    if not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
+        return _flag(result, "unwitnessed", "no reference runner in this configuration: not witnessed", False)
+    rr = _reference_runner(sup)
+    if rr is None:
+        return _flag(result, "unwitnessed", "the reference runner could not be started: not witnessed", False)
+    k = _k_for(request)
+    if k < 2:
+        return _flag(result, "unwitnessed", "inputs and outputs too large to copy for a witness", False)
+    cpu = device == "cpu" and _usage_file(r) is not None and _usage_file(rr) is not None
+    ref_request = {key: v for key, v in request.items() if key != "build"}
+
+    def failed(what: str) -> None:
+        _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did not "
+                    f"complete ({what}); the result is not trusted", "witness_failed")
+        result["healthy"] = False
+        result["unhealthy_reason"] = "the witness calls failed"
+
+    res, _, why = _exchange(r, {"type": "witness_prepare", "request": request, "mode": "solution"}, timeout)
+    if res is None or res.get("status") != "OK":
+        return failed((why or res.get("message")) if isinstance(res, dict) else why)
+    costs: List[Tuple[float, float]] = []
+    null_key = hashlib.sha256(json.dumps([ref_request.get("definition"), ref_request.get("workload"),
+                                          cfg.get("inputs"), k, cpu], sort_keys=True, default=str).encode()).hexdigest()
+    null_cache = sup.__dict__.setdefault("_witness_null", {})
+    hit = null_cache.get(null_key)
+    cached_null = hit[1] if hit is not None and time.monotonic() - hit[0] < NULL_TTL_S else None
+    nulls: List[Tuple[float, float]] = [cached_null] if cached_null is not None else []
+    bad: List[str] = []
+    null_ready = False
+    for _ in range(ROUNDS):
+        seed = int.from_bytes(os.urandom(8), "big") >> 2
+        folders: List[_Folder] = []
+        try:
+            fr, fs = _Folder(rr), _Folder(r)
+            folders = [fr, fs]
+        except OSError as e:
+            for f in folders:
+                f.remove()
+            return _flag(result, "unwitnessed", f"no scratch folder for the witness ({e})", False)
+        try:
+            made, _, why = _exchange(rr, {"type": "witness_inputs", "request": ref_request, "seed": seed, "k": k,
+                                          "folder": fr.name}, timeout)
+            if made is None or made.get("status") != "OK":
+                return _flag(result, "unwitnessed", f"the reference runner could not make witness inputs ({why or made})", False)
+            res, ms, why = _exchange(r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name}, timeout, cpu,
+                                     before_send=lambda: fr.copy_to(fs, made["inputs"]))
+            calls = res.get("calls") if isinstance(res, dict) else None
+            if res is None or res.get("status") != "OK" or not isinstance(calls, list) or len(calls) != k:
+                return failed((why or res.get("message")) if isinstance(res, dict) else why)
+            costs.append(ms)
+            try:
+                fs.copy_to(fr, calls)
+            except (OSError, TypeError) as e:
+                bad.append(f"outputs not readable: {e}")
+                continue
+            verdict, _, why = _exchange(rr, {"type": "witness_check", "request": ref_request, "seed": seed, "calls": calls,
+                                             "folder": fr.name}, timeout)
+            if verdict is None or verdict.get("status") != "OK":
+                return _flag(result, "unwitnessed", f"the reference runner could not check the witness outputs ({why or verdict})", False)
+            bad += list(verdict.get("bad") or [])
+            if cached_null is None and not null_ready:
+                prep, _, _ = _exchange(rr, {"type": "witness_prepare", "request": ref_request, "mode": "null"}, timeout)
+                null_ready = prep is not None and prep.get("status") == "OK"
+            if cached_null is None and null_ready:
+                nres, nms, _ = _exchange(rr, {"type": "witness", "inputs": made["inputs"], "folder": fr.name}, timeout, cpu)
+                if nres is not None and nres.get("status") == "OK":
+                    nulls.append(nms)
+        finally:
+            for f in folders:
+                f.remove()
+    if nulls and cached_null is None:
+        null_cache[null_key] = (time.monotonic(), (min(n[0] for n in nulls), min(n[1] for n in nulls)))
+    extra = result.setdefault("extra", {})
+    # the fastest round minus the fastest null round, per call; on a CPU in the cgroup's CPU time
+    # (immune to other load on the machine), allowing for the parallelism the solution showed in
+    # its rounds (CPU time over wall time: a solution that spreads a call over threads spends
+    # more CPU time than its latency); on a GPU in wall time
+    clock = 1 if cpu else 0
+    est = (min(c[clock] for c in costs) - min(n[clock] for n in nulls)) / k if nulls else None
+    par = max(1.0, max((c[1] / c[0] for c in costs if c[0] > 0), default=1.0)) if cpu else 1.0
+    extra["witness"] = {"calls": ROUNDS * k, "clock": "cgroup_cpu" if cpu else "wall",
+                        "round_ms": [[round(x, 4) for x in c] for c in costs],
+                        "null_ms": round(min(n[clock] for n in nulls), 4) if nulls else None,
+                        "est_ms": None if est is None else round(est, 5), "parallelism": round(par, 2),
+                        "bad_calls": len(bad), "seconds": round(time.perf_counter() - t_start, 3)}
+    if bad:
+        _set_status(result, "INCORRECT_NUMERICAL", (
+            f"witness_wrong: {len(bad)} of {ROUNDS * k} calls the supervisor made on inputs drawn after the evaluation, "
+            f"checked in the reference runner, were wrong (the runner's own checks had passed: they are not "
+            f"trusted): " + "; ".join(str(b) for b in bad[:3])), "witness_wrong")
+        result["correctness"] = result.get("correctness") or {"max_abs": math.inf, "max_rel": math.inf}
+        return
+    perf = result.get("performance") or {}
+    lat = perf.get("latency_ms")
+    host = extra.get("host_ms") if device != "cpu" else None
+    claims = [x for x in (lat, host) if isinstance(x, (int, float)) and math.isfinite(x)]
+    if est is None or not claims:
+        return
+    claim = max(claims)
+    slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
+    if est > slack * claim * par + abs_ms:
+        msg = (f"timing_disputed: the supervisor measured {ROUNDS * k} calls of the solution from outside its process "
+               f"at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
+               f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
+               f"{abs_ms * 1e3:.0f} us apart, the runner's measurement was tampered with")
+        if device != "cpu" and os.environ.get("FIB_WITNESS_GPU", "flag").strip().lower() != "fail":
+            return _flag(result, "timing_disputed", msg)
+        _set_status(result, "RUNTIME_ERROR", msg, "timing_disputed")
+
+
+def _reference_runner(sup: Any) -> Any:
+    """The worker's reference runner, started when there is none (None when it cannot be)."""
+    try:
+        with sup._runner_lock:
+            if sup.ref_runner is None or sup.ref_runner.proc.poll() is not None:
+                if sup.ref_runner is not None:
+                    sup._discard(sup.ref_runner)
+                sup.ref_runner = sup._spawn_runner()
+            return sup.ref_runner
+    except Exception:  # noqa: BLE001 - a runner that cannot start: no witness, said in the trace
+        return None

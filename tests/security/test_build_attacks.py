@@ -1,0 +1,125 @@
+"""Red team, part four: the entry module's body at build time (issue 15), through
+`flashinfer_bench.compile.build` (the build child the pipeline uses).
+
+Before the defences each of these worked: metadata changes on the dataset and on another
+solution's artifact; the user's exported secret and other processes' environments and command
+lines read at build and printed into a trace at run time; a forged `info.hash` in the build's
+report made the worker run the solution in another solution's runner; a `manifest.json` symlink
+made the trusted parent overwrite another solution's source; a `build.log` symlink made it copy
+the worker's secret into the build result.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, Tuple
+
+import pytest
+
+from flashinfer_bench.bench.client import evaluate_via_worker
+from flashinfer_bench.bench.loader import build_solution
+from flashinfer_bench.compile import build
+
+from tests.bench.conftest import GOOD_VR, make_solution, rms_workload
+from .conftest import SECRET, Lab, env_vars, tree_digest
+
+
+def _meta(p: Path) -> Tuple[int, int, tuple]:
+    st = os.lstat(p)
+    try:
+        xs = tuple(os.listxattr(p))
+    except OSError:
+        xs = ()
+    return st.st_mode, st.st_mtime_ns, xs
+
+
+@pytest.fixture(scope="module")
+def victim(lab: Lab) -> Dict:
+    """Another solution, built through compile.build into its own cache."""
+    sol = make_solution("victim_rms", GOOD_VR, lab.definition)
+    b = build_solution(sol, lab.definition, lab.tmp / "bcache")
+    assert b["status"] == "OK", b
+    return {"solution": sol, "build": b, "source": next(Path(b["artifact_dir"]).rglob("main.py"))}
+
+
+@pytest.fixture
+def host_secret(lab: Lab) -> Iterator[None]:
+    """A process of the user's with a token on its command line and a secret in its environment,
+    and the secret exported in the environment the build runs in."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", f"--token={lab.marker}"],
+                         env={**os.environ, **SECRET})
+    try:
+        with env_vars(SECRET):
+            yield
+    finally:
+        p.kill()
+        p.wait()
+
+
+def _build(lab: Lab, name: str, victim: Dict, **targets) -> Tuple[object, str]:
+    t = {"other_artifact_file": str(victim["source"]), "victim_hash": victim["build"]["hash"], **targets}
+    sol = lab.solution(name, targets=t)
+    r = build(sol, lab.definition, lab.tmp / "bcache")
+    return r, (r.log or "") + (r.message or "")
+
+
+def test_metadata_changes_at_build_are_refused(lab: Lab, victim: Dict, unchanged) -> None:
+    files = [Path(lab.targets()["trace_file"]), Path(lab.targets()["other_solution_json"]), victim["source"]]
+    before = {p: _meta(p) for p in files}
+    r, log = _build(lab, "build_metadata", victim)
+    report = next((line for line in log.splitlines() if "METADATA REPORT" in line), "")
+    assert report, log[-2000:]
+    assert "BREACH" not in report and report.count("denied:") == 12, report
+    assert {p: _meta(p) for p in files} == before
+    unchanged()
+
+
+def test_secrets_read_at_build_do_not_reach_a_trace(lab: Lab, victim: Dict, host_secret) -> None:
+    sol = lab.solution("build_env_leak")
+    with env_vars(SECRET):
+        b = build_solution(sol, lab.definition, lab.tmp / "bcache")
+    assert b["status"] == "OK", b
+    t = evaluate_via_worker(lab.definition, sol, rms_workload(8), b, lab.config, dataset_root=lab.dataset)
+    text = t.model_dump_json()
+    assert "LEAKED AT BUILD" in t.evaluation.log, t.evaluation.log[-2000:]
+    for v in SECRET.values():
+        assert v not in text
+    assert lab.marker not in text, "another process's command line reached the trace"
+    assert "denied: /proc" in t.evaluation.log or "read 0 cmdlines and 0 environments" in t.evaluation.log
+
+
+def test_a_forged_build_report_cannot_take_another_solutions_runner(lab: Lab, victim: Dict) -> None:
+    wl = rms_workload(64, uuid="victim_wl")
+    vsol, vbuild = victim["solution"], victim["build"]
+    before = evaluate_via_worker(lab.definition, vsol, wl, vbuild, lab.config, dataset_root=lab.dataset)
+    assert before.evaluation.status.value == "PASSED", before.evaluation.log
+    sol = lab.solution("build_forge_manifest", targets={"victim_hash": vbuild["hash"]})
+    b = build_solution(sol, lab.definition, lab.tmp / "bcache")
+    assert b["status"] == "OK", b
+    assert b["hash"] != vbuild["hash"], "the build's report overrode the artifact's hash"
+    evaluate_via_worker(lab.definition, sol, wl, b, lab.config, dataset_root=lab.dataset)
+    after = evaluate_via_worker(lab.definition, vsol, wl, vbuild, lab.config, dataset_root=lab.dataset)
+    ev = after.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    # the shadowed getter costs 2 ms a call in a runner it reached: noise here is well under that
+    assert ev.performance.latency_ms < 3 * before.evaluation.performance.latency_ms + 0.5
+
+
+def test_a_planted_manifest_link_cannot_overwrite_another_solution(lab: Lab, victim: Dict, unchanged) -> None:
+    art = Path(victim["build"]["artifact_dir"])
+    before = tree_digest(art)
+    r, log = _build(lab, "build_symlink_manifest", victim)
+    assert "planted manifest.json" in log, log[-2000:]
+    assert tree_digest(art) == before, "the victim's artifact changed"
+    assert "removed 1 symlink" in log, log[-2000:]
+    unchanged()
+
+
+def test_a_planted_log_link_cannot_read_a_secret(lab: Lab, victim: Dict, unchanged) -> None:
+    r, log = _build(lab, "build_symlink_log", victim, secret=str(lab.secret))
+    assert r.status == "COMPILE_ERROR", (r.status, log[-2000:])
+    assert "failing on purpose" in log or "planted" in log or "denied" in log, log[-2000:]
+    assert lab.marker not in log, "the secret reached the build result"
+    unchanged()

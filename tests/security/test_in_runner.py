@@ -1,0 +1,144 @@
+"""Red team, part three: code inside the runner that rewrites the harness's own state (frames,
+the heap, closures, instance attributes, dunders, shadowed C methods, the sealer, a shared module,
+the clock's C method table, the statistics, the reference's time) or predicts its inputs (issue 15).
+
+Each of these produced a PASSED trace with a fake 5x-150x speedup before the supervisor's witness
+(`bench/sandbox/witness.py`): the numbers came from memory the solution could write. Now every
+trace a user would rank must be either not PASSED or without a gain, the honest solution
+evaluated after it keeps its status and latency, and nothing outside scratch changes.
+
+The attacks' honest computation is made to cost ~3 ms a call (`COST` repeats), small data: the
+witness resolves that from outside even on this shared 2-core VM, where its resolution is about
+2x + 0.15 ms per call and worse for data-heavy calls (see docs/security.md).
+`FIB_TEST_SHOW_ATTACKS=1` also runs every attack against a worker with the witness off and
+checks that it did work there (the "before" column of benchmarks/measured/2026-11-23-attacks.md).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Dict, Iterator, Optional
+
+import pytest
+
+from flashinfer_bench.bench.client import evaluate_via_worker, shutdown_worker
+from flashinfer_bench.data import Trace
+
+from tests.bench.conftest import rms_workload
+from .conftest import Lab, flags
+
+WL = rms_workload(16, uuid="rms_witnessed")
+SMALL = rms_workload(8, uuid="rms_small")
+COST = 100  # repeats of the honest computation in the attacks: a call of ~3 ms
+SHOW = os.environ.get("FIB_TEST_SHOW_ATTACKS") == "1"
+
+# attack -> what stops it now (a word the trace's log or flags must hold)
+STOPPED_BY: Dict[str, str] = {
+    "frame_samples": "timing_disputed",
+    "gc_sampler_swap": "timing_disputed",
+    "instance_shadow_run": "timing_disputed",
+    "refresher_work": "timing_disputed",
+    "sealer_wrap": "timing_disputed",
+    "json_rewrite": "timing_disputed",
+    "ctypes_perf_counter": "timing_disputed",
+    "rewrite_stats": "timing_disputed",
+    "patch_and_restore": "timing_disputed",
+    "regenerate_timed_inputs": "timing_disputed",
+    "dunder_invert": "timer_patched",
+    "shadow_tensor_method": "timer_patched",
+    "inflate_reference": "reference_tampered",
+}
+
+
+def _good(lab: Lab, wl=WL) -> Trace:
+    return evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=lab.dataset)
+
+
+@pytest.fixture(scope="module")
+def baseline(lab: Lab) -> Trace:
+    t = _good(lab)
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log
+    return t
+
+
+def _speedup(t: Trace) -> float:
+    p = t.evaluation.performance
+    return p.speedup_factor if p is not None else 0.0
+
+
+def passed_with_gain(t: Trace, base: Trace) -> bool:
+    """PASSED and faster than an honest solution of the same work by more than noise."""
+    return t.evaluation.status.value == "PASSED" and _speedup(t) > max(1.5, 3.0 * _speedup(base))
+
+
+@pytest.fixture(scope="module")
+def small_baseline(lab: Lab) -> Trace:
+    t = _good(lab, SMALL)
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log
+    return t
+
+
+def _assert_honest_unaffected(lab: Lab, base: Trace) -> None:
+    """The honest solution evaluated after the attack: same status, latency within noise."""
+    after = _good(lab, SMALL)
+    ev = after.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    b, a = base.evaluation.performance.latency_ms, ev.performance.latency_ms
+    assert a < 3 * b + 0.3, (b, a)
+
+
+@pytest.mark.parametrize("name", sorted(STOPPED_BY))
+def test_rewriting_the_harness_from_inside_gains_nothing(
+    name: str, lab: Lab, baseline: Trace, small_baseline: Trace, unchanged,
+) -> None:
+    t = lab.run(name, workload=WL, COST=COST)
+    ev = t.evaluation
+    assert not passed_with_gain(t, baseline), (name, ev.status, _speedup(t), _speedup(baseline), ev.log[-1500:])
+    why = STOPPED_BY[name]
+    if why in ("timing_disputed", "timer_patched"):  # its honest call costs ~3 ms: any PASSED is a fake
+        assert ev.status.value != "PASSED", (name, ev.performance, ev.log[-1500:])
+    assert why in ev.log or why in flags(t), (name, ev.status, sorted(flags(t)), ev.log[-1500:])
+    if why == "reference_tampered":  # the supervisor's own reference numbers, not the runner's echo
+        assert ev.status.value == "PASSED"
+        assert ev.performance.reference_latency_ms < 10 * baseline.evaluation.performance.reference_latency_ms
+    _assert_honest_unaffected(lab, small_baseline)
+    unchanged()
+
+
+def test_a_content_cache_across_evaluations_gains_nothing(lab: Lab) -> None:
+    """Answers remembered by input fingerprint for as long as the runner lives, a miss costing
+    2 ms: the second evaluation of the same workload in the same runner times new inputs."""
+    wl = rms_workload(64, uuid="rms_cache")
+    first = lab.run("content_cache", workload=wl)
+    second = lab.run("content_cache", workload=wl)
+    for t in (first, second):
+        assert t.evaluation.status.value == "PASSED", t.evaluation.log
+        assert t.evaluation.performance.latency_ms > 1.5, t.evaluation.performance  # every timed call missed
+    assert second.evaluation.performance.latency_ms > 0.5 * first.evaluation.performance.latency_ms
+
+
+@pytest.fixture(scope="module")
+def lab_without_witness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    lab = Lab(tmp_path_factory.mktemp("no-witness"))
+    lab.start(env={"FIB_WITNESS": "off"})
+    yield lab
+    shutdown_worker("cpu", lab.config)
+    lab.cleanup()
+
+
+@pytest.mark.skipif(not SHOW, reason="FIB_TEST_SHOW_ATTACKS=1 shows the attacks working without the witness")
+@pytest.mark.parametrize("name", sorted(STOPPED_BY))
+def test_the_attack_works_without_the_witness(name: str, lab_without_witness: Lab) -> None:
+    lab = lab_without_witness
+    base = _good(lab)
+    t = lab.run(name, workload=WL, COST=COST)
+    ev = t.evaluation
+    print(f"WITHOUT WITNESS {name}: {ev.status.value} speedup {_speedup(t):.3g} (honest {_speedup(base):.3g}) "
+          f"flags {sorted(flags(t))}")
+    if name in ("dunder_invert", "shadow_tensor_method"):
+        return  # the guard (in the runner) stops these too
+    if name == "inflate_reference":
+        assert ev.status.value == "PASSED" and "reference_tampered" in flags(t)
+        return
+    # PASSED and far faster than its own honest computation (~3 ms a call)
+    assert ev.status.value == "PASSED" and ev.performance.latency_ms < 1.0, (name, ev.status, ev.performance, ev.log[-1500:])
