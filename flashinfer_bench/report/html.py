@@ -19,7 +19,7 @@ import pandas as pd
 from flashinfer_bench.data import EvaluationStatus, TraceSet
 
 from .frame import rows_of
-from .plots import EXT, MIME, PLOT_KINDS, PlotCache, cached_group_plots, records, unavailable
+from .plots import EXT, MIME, PLOT_KINDS, PlotCache, draw_groups, records, unavailable
 from .render import fmt_number, title, to_csv
 from .roofline import roofline_table
 from .summary import MAX_DEVICES, Summary, headline_text, summarize
@@ -271,10 +271,10 @@ def _group_assets(s: Summary, groups: Optional[Sequence[tuple]] = None,
         return {}
     groups = list(s.groups() if groups is None else groups)
     split = Split(s.frame)
-    out = {(d, hw): cached_group_plots(records(split.get((d, hw))), group_title(d, hw), cache) for d, hw in groups}
+    drawn = draw_groups([(records(split.get(g)), group_title(*g)) for g in groups], cache)
     if cache is not None:
         cache.prune()
-    return out
+    return dict(zip(groups, drawn))
 
 
 PLOT_CAPTIONS = {

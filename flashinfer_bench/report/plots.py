@@ -175,18 +175,60 @@ def _median(vals: Iterable[float]) -> float:
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-class _Canvas:
-    """One figure with one axes at a fixed place, legend to its right."""
+AXES_RECT = (0.12, 0.13, 0.54, 0.72)  # left, bottom, width, height (figure fractions): legend on the right
+_TEMPLATES: Dict[tuple, Dict[str, Any]] = {}
 
-    def __init__(self, title: str, subtitle: str):
+
+def _template(xlog: bool, ylog: bool) -> Dict[str, Any]:
+    """A figure with its axes, scales, formatters, labels' places and title texts, made once per
+    (x scale, y scale) and reused: creating the axes and their ticks is a third of a plot's time,
+    and placing the axis labels by measuring the tick labels another quarter."""
+    key = (xlog, ylog)
+    t = _TEMPLATES.get(key)
+    if t is None:
+        m = _mpl()
+        fig = m["Figure"](figsize=SIZE_IN)
+        ax = fig.add_axes(AXES_RECT)
+        if xlog:
+            ax.set_xscale("log", base=2)
+        if ylog:
+            ax.set_yscale("log")
+        fmt = m["ticker"].FuncFormatter(lambda v, _pos: fmt_tick(v))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(fmt)
+            axis.set_minor_locator(m["ticker"].NullLocator())
+        ax.xaxis.set_label_coords(0.5, -0.1)  # fixed places: no tick label measured to place them
+        ax.grid(True, which="major", color="#d8dde3", linewidth=0.6)
+        ax.set_axisbelow(True)
+        title = fig.text(0.01, 0.985, "", ha="left", va="top", fontsize=9.5, fontweight="bold")
+        subtitle = fig.text(0.01, 0.925, "", ha="left", va="top", fontsize=9)
+        t = _TEMPLATES[key] = {"fig": fig, "ax": ax, "title": title, "subtitle": subtitle, "canvas": m["Canvas"](fig)}
+    return t
+
+
+class _Canvas:
+    """One plot drawn on a reused template figure: one axes at a fixed place, legend to its right."""
+
+    def __init__(self, title: str, subtitle: str, xlog: bool, ylog: bool):
         m = _mpl()
         self.m = m
         self.ctx = m["matplotlib"].rc_context(RC)
         self.ctx.__enter__()
-        self.fig = m["Figure"](figsize=SIZE_IN)
-        self.ax = self.fig.add_axes((0.1, 0.13, 0.56, 0.72))
-        self.fig.text(0.01, 0.985, shorten(title, 95), ha="left", va="top", fontsize=9.5, fontweight="bold")
-        self.fig.text(0.01, 0.925, subtitle, ha="left", va="top", fontsize=9)
+        try:
+            self.t = _template(xlog, ylog)
+            self.fig, self.ax = self.t["fig"], self.t["ax"]
+            for artist in (*self.ax.lines, *self.ax.collections):
+                artist.remove()
+            legend = self.ax.get_legend()
+            if legend is not None:
+                legend.remove()
+            self.ax.set_autoscale_on(True)
+            self.t["title"].set_text(shorten(title, 95))
+            self.t["subtitle"].set_text(subtitle)
+        except BaseException:
+            self.ctx.__exit__(None, None, None)
+            raise
+        self.xlog = xlog
         self.n = 0
 
     def line(self, label: str, x: Sequence[float], y: Sequence[float], **kw: Any) -> Any:
@@ -200,39 +242,35 @@ class _Canvas:
              yvalues: Sequence[float] = ()) -> None:
         t = self.m["ticker"]
         ax = self.ax
-        xlog = _log_x(xs, xlabel)
-        if xlog:
-            ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_locator(t.FixedLocator(_x_ticks(xs.values(), xlog)))
-        ax.xaxis.set_minor_locator(t.NullLocator())
-        if xlog:
+        ax.relim()
+        ax.autoscale_view()
+        ax.xaxis.set_major_locator(t.FixedLocator(_x_ticks(xs.values(), self.xlog)))
+        if self.xlog:
             lo, hi = min(xs.values()), max(xs.values())
             ax.set_xlim(lo / 1.3, hi * 1.3)
         ys = [v for v in yvalues if math.isfinite(v) and (v > 0 or not ylog)]
         if ylog and ys:
-            ax.set_yscale("log")
             lo, hi = min(ys) / 1.25, max(ys) * 1.25
             ax.set_ylim(lo, hi)
             ax.yaxis.set_major_locator(t.FixedLocator(_log_ticks(lo, hi)))
         else:
             ax.yaxis.set_major_locator(t.MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
-        ax.yaxis.set_minor_locator(t.NullLocator())
-        fmt = t.FuncFormatter(lambda v, _pos: fmt_tick(v))
-        ax.xaxis.set_major_formatter(fmt)
-        ax.yaxis.set_major_formatter(fmt)
         if ylim:
             ax.set_ylim(*ylim)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
-        ax.grid(True, which="major", color="#d8dde3", linewidth=0.6)
-        ax.set_axisbelow(True)
+        # the y label clears the widest tick label (estimated from its characters: ~5.6 pt each at 9 pt)
+        lo, hi = ax.get_ylim()
+        labels = [fmt_tick(v) for v in ax.yaxis.get_major_locator().tick_values(lo, hi) if lo <= v <= hi]
+        width_pt = SIZE_IN[0] * 72 * AXES_RECT[2]
+        ax.yaxis.set_label_coords(-(10.0 + 5.6 * max((len(x) for x in labels), default=1)) / width_pt, 0.5)
 
     def svg(self) -> bytes:
         try:
             if self.n:
                 self.ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
             buf = io.BytesIO()
-            self.m["Canvas"](self.fig).print_svg(buf, metadata={"Date": None})
+            self.t["canvas"].print_svg(buf, metadata={"Date": None})
             return buf.getvalue()
         finally:
             self.ctx.__exit__(None, None, None)
@@ -245,8 +283,9 @@ def latency_plot(sub: Rows, title: str) -> Optional[bytes]:
         return None
     xs, label = _x(rows)
     scale = 1000.0  # ms -> µs
-    ylog = all(_num(r.get("latency_ms")) > 0 for r in rows)
-    c = _Canvas(title, f"latency ({LATENCY_UNIT_HTML}, median; bars: p10-p90)")
+    ylog = all(_num(r.get(k)) > 0 for r in rows for k in ("latency_ms", "reference_latency_ms", "latency_ms_p10")
+               if _ok(r.get(k)))
+    c = _Canvas(title, f"latency ({LATENCY_UNIT_HTML}, median; bars: p10-p90)", _log_x(xs, label), ylog)
     ys: List[float] = []
     for sol, g, x, y in _series(rows, xs, "latency_ms", scale):
         ln = c.line(sol, x, y)
@@ -265,7 +304,7 @@ def latency_plot(sub: Rows, title: str) -> Optional[bytes]:
     if pts:
         c.line("reference", [p[0] for p in pts], [p[1] for p in pts], color="#000000", marker="", linestyle="--", linewidth=1.2)
         ys += [p[1] for p in pts]
-    c.axes(xs, label, f"latency ({LATENCY_UNIT_HTML})", ylog=ylog and all(v > 0 for v in ys), yvalues=ys)
+    c.axes(xs, label, f"latency ({LATENCY_UNIT_HTML})", ylog=ylog, yvalues=ys)
     return c.svg()
 
 
@@ -277,7 +316,7 @@ def speedup_plot(sub: Rows, title: str) -> Optional[bytes]:
     xs, label = _x(rows)
     sp = [_num(r["speedup"]) for r in rows]
     ylog = min(sp) > 0 and max(sp) / min(sp) > 20  # a 100x-slower interpreter run next to a real kernel
-    c = _Canvas(title, "speedup over the reference (reference / solution; dashed: 1x)")
+    c = _Canvas(title, "speedup over the reference (reference / solution; dashed: 1x)", _log_x(xs, label), ylog)
     for sol, _, x, y in _series(rows, xs, "speedup"):
         c.line(sol, x, y)
     c.ax.axhline(1.0, color="#000000", linestyle="--", linewidth=1.0)
@@ -292,7 +331,7 @@ def peak_bw_plot(sub: Rows, title: str) -> Optional[bytes]:
         return None
     xs, label = _x(rows)
     top = max(_num(r["pct_of_peak_bw"]) for r in rows)
-    c = _Canvas(title, "share of peak DRAM bandwidth (dotted: 100%)")
+    c = _Canvas(title, "share of peak DRAM bandwidth (dotted: 100%)", _log_x(xs, label), False)
     for sol, _, x, y in _series(rows, xs, "pct_of_peak_bw"):
         c.line(sol, x, y)
     c.ax.axhline(100.0, color="#d62728", linestyle=":", linewidth=1.4)
@@ -379,6 +418,71 @@ class PlotCache:
                     f.unlink()
                 except OSError:
                     pass
+
+
+PARALLEL_MIN_GROUPS = 8  # fewer groups to draw: one process (a fork costs ~20-50 ms)
+MAX_PROCS = 8
+
+
+def _procs(n_groups: int) -> int:
+    """Processes to draw `n_groups` groups' plots with: the usable cores (at most MAX_PROCS, at
+    most one per 4 groups), or FIB_REPORT_PLOT_PROCS; 1 without fork."""
+    import os
+
+    env = os.environ.get("FIB_REPORT_PLOT_PROCS", "").strip()
+    if env.isdigit():
+        return max(1, min(int(env), n_groups))
+    if n_groups < PARALLEL_MIN_GROUPS or not hasattr(os, "fork"):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_PROCS, n_groups // 4))
+
+
+def _draw_chunk(jobs: Sequence[Tuple[Sequence[Row], str]]) -> List[Dict[str, Optional[bytes]]]:
+    return [group_plots(rows, title) for rows, title in jobs]
+
+
+def draw_groups(jobs: Sequence[Tuple[Sequence[Row], str]], cache: Optional[PlotCache] = None) -> List[Dict[str, Optional[bytes]]]:
+    """group_plots for every (rows, title) of `jobs`, in order: from `cache` where it has them,
+    the rest drawn in several processes when there are many (matplotlib draws on one core; a
+    report of many definitions and devices spreads over the free ones)."""
+    jobs = [(records(rows), title) for rows, title in jobs]
+    out: List[Optional[Dict[str, Optional[bytes]]]] = [None] * len(jobs)
+    todo: List[int] = []
+    keys: Dict[int, str] = {}
+    for i, (rows, title) in enumerate(jobs):
+        if cache is not None:
+            keys[i] = cache.key(rows, title)
+            hit = cache.get(keys[i])
+            if hit is not None:
+                out[i] = hit
+                continue
+        todo.append(i)
+    procs = _procs(len(todo))
+    drawn: List[Dict[str, Optional[bytes]]] = []
+    if procs > 1:
+        try:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            _mpl()  # imported once here, before the fork, not once per process
+            chunks = [todo[k::procs] for k in range(procs)]
+            with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as ex:
+                parts = list(ex.map(_draw_chunk, [[jobs[i] for i in c] for c in chunks]))
+            by_index = {i: r for c, part in zip(chunks, parts) for i, r in zip(c, part)}
+            drawn = [by_index[i] for i in todo]
+        except (OSError, RuntimeError, AssertionError, ImportError):  # no children here (a daemon process, limits)
+            drawn = []
+    if len(drawn) != len(todo):
+        drawn = _draw_chunk([jobs[i] for i in todo])
+    for i, r in zip(todo, drawn):
+        out[i] = r
+        if cache is not None:
+            cache.put(keys[i], r)
+    return [r if r is not None else {} for r in out]
 
 
 def cached_group_plots(sub: Rows, title: str, cache: Optional[PlotCache] = None) -> Dict[str, Optional[bytes]]:

@@ -159,3 +159,14 @@ def test_plot_cache_redraws_only_what_changed(tmp_path):
     again.prune()
     keys = {f.name.split(".")[0] for f in (tmp_path / "c").iterdir()}
     assert len(keys) == 2 and again.key(b, "t") not in keys
+
+
+def test_many_groups_drawn_in_several_processes_give_the_same_plots(monkeypatch):
+    jobs = [(_rows(sols=(f"s{k}", "t")), f"group {k}") for k in range(9)]
+    monkeypatch.setenv("FIB_REPORT_PLOT_PROCS", "1")
+    serial = plots.draw_groups(jobs)
+    monkeypatch.setenv("FIB_REPORT_PLOT_PROCS", "3")
+    assert plots._procs(len(jobs)) == 3
+    assert plots.draw_groups(jobs) == serial
+    monkeypatch.delenv("FIB_REPORT_PLOT_PROCS")
+    assert plots._procs(3) == 1  # a few groups: no fork
