@@ -86,10 +86,7 @@ envvars:
 # The report and validation jobs read the plan's notes (skipped pairs, problems) from this file,
 # written by onstart: too long for a command line.
 PLAN_NOTES = f"{RESULTS}/plan/notes.json"
-# The problems the plan found in each dataset file (validate.smk records them, one file a job).
-PROBLEMS_BY_FILE = {}
-for _p in PLAN.problems:
-    PROBLEMS_BY_FILE.setdefault(_p.path, []).append(str(_p))
+PROBLEMS_BY_FILE = PLAN.problems_by_file()
 
 
 def rel(path):

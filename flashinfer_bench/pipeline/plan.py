@@ -104,11 +104,16 @@ class Plan:
         """What the plan leaves to the jobs that report it (validate, report): the skipped pairs
         and the problems, also per file. Too long for a command line: the workflow's onstart
         writes it to a file (results/plan/notes.json)."""
+        notes = {"skipped": [s.__dict__ for s in self.skipped], "problems": [str(p) for p in self.problems],
+                 "by_file": self.problems_by_file()}
+        return canonical(notes) + "\n"
+
+    def problems_by_file(self) -> Dict[str, List[str]]:
+        """The problems found in each dataset file (the validation jobs record them, one file each)."""
         by_file: Dict[str, List[str]] = {}
         for p in self.problems:
             by_file.setdefault(p.path, []).append(str(p))
-        notes = {"skipped": [s.__dict__ for s in self.skipped], "problems": [str(p) for p in self.problems], "by_file": by_file}
-        return canonical(notes) + "\n"
+        return by_file
 
     def jobs_by_definition(self) -> Dict[str, List[Job]]:
         """Every selected definition's jobs (possibly none), in one pass over the job list."""
