@@ -179,7 +179,7 @@ def cold(root: Path, out: Path, timeout: float) -> Optional[tuple]:
     return wall, _cpu_children() - c0
 
 
-MPL = ("matplotlib.figure", "matplotlib.backends.backend_svg")
+MPL = ("flashinfer_bench.report.warm", "matplotlib.figure", "matplotlib.backends.backend_svg")
 
 
 def _preload(extra: tuple = ()) -> None:
