@@ -24,7 +24,7 @@ from .render import fmt_number, title, to_csv
 from .roofline import roofline_table
 from .summary import MAX_DEVICES, Summary, headline_text, summarize
 from .units import LATENCY_UNIT_HTML, fmt_speedup, fmt_us
-from .views import Split, counts_view, group_title, headline_table, leaderboard_view
+from .views import Split, counts_view, group_title, headline_table, leaderboard_view, reason_kind
 
 PathLike = Union[str, Path]
 LOG_CAP = 20000
@@ -255,11 +255,7 @@ def skipped_groups(skipped: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 def _skipped_html(skipped: Sequence[Mapping[str, Any]]) -> str:
     if not skipped:
         return '<p class="muted">Nothing was skipped: every (solution, workload) pair of the dataset has a trace.</p>'
-    by_reason: Dict[str, int] = {}
-    for x in skipped:
-        r = str(x.get("reason") or "no reason given")
-        by_reason[r] = by_reason.get(r, 0) + 1
-    head = "".join(f"<li>{n} pair(s): {_e(r)}</li>" for r, n in sorted(by_reason.items(), key=lambda kv: -kv[1]))
+    head = "".join(f"<li>{n} pair(s): {_e(r)}</li>" for r, n in _reasons(skipped))
     return f"<p>{len(skipped)} (solution, workload) pairs have no trace:</p><ul>{head}</ul>" + html_table(skipped_groups(skipped))
 
 
@@ -336,14 +332,14 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
     body.append('<section id="summary"><h2>Summary</h2>')
     body.append(f"<p class=totals>Traces: <b>{t['traces']}</b> total, <b class=ok>{t['passed']}</b> passed, "
                 f"<b class={'bad' if t['failed'] else 'ok'}>{t['failed']}</b> failed; {t['definitions']} definitions, "
-                f"{t['solutions']} solutions, {t['hardware']} devices. Latency in microseconds ({LATENCY_UNIT_HTML}); "
+                f"{t['solutions']} solutions, {t['hardware']} device{'' if t['hardware'] == 1 else 's'}. Latency in microseconds ({LATENCY_UNIT_HTML}); "
                 f"speedup = reference latency / solution latency. Each device is reported on its own: results "
                 f"of different devices are never averaged together.</p>")
     if s.empty_reason:
         body.append(f'<div class="note">{_e(s.empty_reason)}</div>')
     if skipped:
         body.append(f'<p><a href="#skipped">{len(skipped)} (solution, workload) pairs skipped</a>: '
-                    + _e("; ".join(f"{n} {r}" for r, n in _reasons(skipped)[:3])) + "</p>")
+                    + _e("; ".join(f"{r} ({n})" for r, n in _reasons(skipped)[:3])) + "</p>")
     body.append("<h3>Who wins where: the top line per definition and device</h3>")
     body.append("<p class=muted>Best: the solution correct on every workload it ran with the highest geometric-mean "
                 "speedup over the reference.</p>")
@@ -435,11 +431,16 @@ def _people_table(view: pd.DataFrame, raw: pd.DataFrame) -> str:
 
 
 def _reasons(skipped: Sequence[Mapping[str, Any]]) -> List[tuple]:
-    by: Dict[str, int] = {}
+    """(reason, pairs) by kind of reason (views.reason_kind: one CPU limit whatever the sizes),
+    most pairs first; a kind with one wording keeps it."""
+    by: Dict[str, List[Any]] = {}
     for x in skipped:
         r = str(x.get("reason") or "no reason given")
-        by[r] = by.get(r, 0) + 1
-    return sorted(by.items(), key=lambda kv: -kv[1])
+        g = by.setdefault(reason_kind(r), [0, {}])
+        g[0] += 1
+        g[1][r] = None
+    out = [(next(iter(g[1])) if len(g[1]) == 1 else kind, g[0]) for kind, g in by.items()]
+    return sorted(out, key=lambda kv: -kv[1])
 
 
 def _umask() -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import pandas as pd
@@ -230,6 +231,15 @@ def _split(df: pd.DataFrame) -> Split:
 
 
 # ---- the end of `run` ------------------------------------------------------------------------
+_AMOUNT = re.compile(r"(?<![\w.=+-])\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])")
+
+
+def reason_kind(reason: str) -> str:
+    """A skip reason without its measured amounts ("2097152 elements is above the CPU limit
+    cpu.max_elements=524288" -> "N elements is above ...=524288"): the pairs one limit skipped
+    group together whatever their sizes; the limit's own value (after `=`) stays."""
+    return _AMOUNT.sub("N", reason)
+
 def skipped_lines(skipped: Sequence[Mapping[str, Any]], labels: Optional[Mapping[tuple, str]] = None,
                   limit: int = 12) -> List[str]:
     """Skipped (solution, workload) pairs grouped by reason: how many, which solutions, which
@@ -238,13 +248,15 @@ def skipped_lines(skipped: Sequence[Mapping[str, Any]], labels: Optional[Mapping
     by_reason: Dict[str, Dict[str, Any]] = {}
     for x in skipped:
         reason = str(x.get("reason") or "no reason given")
-        g = by_reason.setdefault(reason, {"n": 0, "solutions": {}, "workloads": {}})
+        g = by_reason.setdefault(reason_kind(reason), {"n": 0, "solutions": {}, "workloads": {}, "reasons": {}})
         g["n"] += 1
+        g["reasons"][reason] = None
         g["solutions"][str(x.get("solution") or "")] = None
         w = str(x.get("workload") or "")
         g["workloads"][labels.get((x.get("definition"), w), w)] = None
     out = []
-    for reason, g in sorted(by_reason.items(), key=lambda kv: -kv[1]["n"]):
+    for kind, g in sorted(by_reason.items(), key=lambda kv: -kv[1]["n"]):
+        reason = next(iter(g["reasons"])) if len(g["reasons"]) == 1 else kind
         sols = [x for x in g["solutions"] if x]
         wls = [x for x in g["workloads"] if x and x != "*"]
         text = f"{g['n']} pair(s): {reason}"
