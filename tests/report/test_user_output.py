@@ -199,3 +199,17 @@ def test_many_devices_fold_into_one_row_each(cli, tmp_path):
     assert f"rmsnorm_h4096: {n_hw - 8} more devices" in out and max(len(x) for x in out.splitlines()) <= WIDTH
     rc, out, _ = cli("report", "summary", "--local", str(root), "--max-devices", "0")
     assert out.count("rmsnorm_h4096 on GPU model") == n_hw
+
+
+def test_skipped_pairs_group_by_the_limit_that_skipped_them():
+    from flashinfer_bench.report.views import skipped_lines
+
+    skipped = [
+        {"definition": "d", "solution": "s", "workload": "w1", "reason": "2097152 elements is above the CPU limit cpu.max_elements=524288"},
+        {"definition": "d", "solution": "s", "workload": "w2", "reason": "8388608 elements is above the CPU limit cpu.max_elements=524288"},
+        {"definition": "d", "solution": "c", "workload": "w1", "reason": "cuda solution needs a GPU (compiled only)"},
+    ]
+    lines = skipped_lines(skipped, {("d", "w1"): "batch_size=512", ("d", "w2"): "batch_size=2048"})
+    assert lines[0].startswith("2 pair(s): N elements is above the CPU limit cpu.max_elements=524288 [solutions: s]")
+    assert "batch_size=512; batch_size=2048" in lines[0]
+    assert lines[1].startswith("1 pair(s): cuda solution needs a GPU (compiled only)")
