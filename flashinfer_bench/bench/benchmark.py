@@ -10,6 +10,8 @@ same solution, workload and hardware; every other line is kept as it is).
 from __future__ import annotations
 
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
@@ -69,6 +71,21 @@ class Benchmark:
                 log.warning("solution %s: build %s", solution.name, b.get("status"))
         return self._builds[key]
 
+    def _build_all(self, pairs: List[Tuple[Solution, Definition]]) -> None:
+        """Build every solution the run needs before the first evaluation, several at a time
+        (each build is its own process), as the pipeline's compile jobs do: one at a time, the
+        Python API spent most of a cold run importing torch in build children (issue 16)."""
+        todo = {s.content_hash(): (s, d) for s, d in pairs if s.content_hash() not in self._builds}
+        if len(todo) < 2:
+            return
+        workers = max(1, min(len(todo), os.cpu_count() or 1))
+        log.info("building %d solutions (%d at a time)", len(todo), workers)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for key, b in zip(todo, pool.map(lambda sd: build_solution(sd[0], sd[1], self._cache_dir()), todo.values())):
+                self._builds[key] = b
+                if b.get("status") != "OK":
+                    log.warning("solution %s: build %s", todo[key][0].name, b.get("status"))
+
     def _definitions(self) -> List[Definition]:
         wanted = self.config.definitions
         defs = list(self.trace_set.definitions.values())
@@ -122,6 +139,12 @@ class Benchmark:
     def run_all(self, dump_traces: bool = True, resume: bool = False) -> List[Trace]:
         """Every selected solution on every workload of its definition; returns the new traces."""
         new: List[Trace] = []
+        self._build_all([
+            (s, d) for d in self._definitions() for s in self._solutions(d.name)
+            if self.trace_set.workloads_for(d.name) and not all(
+                skip_reason(d, s, w.workload.axes, self.device, self.config.cpu_limits)
+                for w in self.trace_set.workloads_for(d.name))
+        ])
         for definition in self._definitions():
             sols = self._solutions(definition.name)
             if not sols:
