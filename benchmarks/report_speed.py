@@ -1,28 +1,33 @@
-"""Speed of the pipeline's report stage (`job_main.py report`: summary.txt, index.html, plots,
-tables, CSVs) on generated traces. Prints a table: case, traces, devices, cold s, warm s.
+"""Speed of the pipeline's report stage (`scripts/report.py`, before that `job_main.py report`:
+summary.txt, index.html, plots, tables, CSVs) on generated traces. Prints a table: case, traces,
+devices, and per mode wall seconds with the job's CPU seconds in parentheses (CPU time changes
+less with other load on a shared machine).
 
     python benchmarks/report_speed.py [--cases tests,example,example3,hw50k] [--repeat 3] [--timeout 600]
                                       [--modes cold,warm,warm+mpl,rerun] [--src DIR]
 
 Cases (every dataset is written to a temporary directory; nothing here touches dataset/):
   tests     the report tests' dataset (tests/report/dataset.py): 4 definitions, 3 devices
-  example   the example dataset's definitions, solutions and workloads (dataset/) with one PASSED
-            trace per (solution, workload) on one device: the size of a CPU run of it
+  example   the example dataset's definitions, solutions and workloads (dataset/) with one trace
+            per (solution, workload) on one device (every 17th failed): the size of a CPU run of it
   example3  the same on three devices (H100, H200, CPU)
-  hw50k     50,000 traces over the example dataset's pairs, every trace on a hardware of its own
+  hw50k     50,000 traces over the example dataset's pairs, every trace on a device of its own
             name (issue 17: "did not finish in 11 minutes")
 
-Each cell: wall seconds (CPU seconds of the job, less sensitive to other load on a shared machine).
-cold: `python -S scripts/report.py ...` (before: `job_main.py report`) in a fresh process, as the
-rule runs it without the job server (imports included). warm: the same job in a child forked from a process that has imported
-what the job server preloads for workflow jobs (`pipeline/job_server.py: PRELOAD`, before that
-`compile/zygote.py`), as a local run does. warm+mpl: the same with matplotlib's Figure and SVG
-backend preloaded too. rerun: warm+mpl into the folder of an earlier report of the same traces
-(the pipeline's re-run: unchanged plots come from the report's plot cache). Medians of --repeat runs (hw50k: one run each). A run over --timeout
-prints "> T".
+Modes:
+  cold      `python -S scripts/report.py ...` in a fresh process, as the rule runs it without the
+            job server (imports included)
+  warm      the same job in a child forked from a process that imported what the job server
+            preloads (`pipeline/job_server.py: PRELOAD`; older trees: the build zygote's list), as
+            a local run does
+  warm+mpl  warm with report.warm (matplotlib drawn once) preloaded as well (the same as warm once
+            the job server preloads it)
+  rerun     warm+mpl into the folder of an earlier report of the same traces: the pipeline's
+            re-run, unchanged plots come from the report's plot cache
+Medians of --repeat runs (hw50k: one run each). A run over --timeout prints "> T".
 
---src DIR measures another source tree (e.g. `git archive HEAD | tar -x -C DIR`, for a before/
-after table): its job_main.py runs, and its package comes first on the path.
+--src DIR measures another source tree (e.g. `git archive <commit> | tar -x -C DIR`, for a
+before/after table): its job script runs, and its package comes first on the path.
 """
 from __future__ import annotations
 
