@@ -69,3 +69,47 @@ def test_forged_frames_on_the_gpu(gpu_lab: Lab) -> None:
 def test_scratch_only(gpu_lab: Lab, tmp_path: Path, unchanged) -> None:
     t = gpu_lab.run("write_passed_trace")
     assert t.evaluation.status.value == "RUNTIME_ERROR", t.evaluation.log[:3000]
+
+
+def test_an_honest_solution_is_witnessed_without_dispute_on_the_gpu(gpu_lab: Lab) -> None:
+    """The supervisor's witness on a GPU (wall time, not measured there yet): an honest solution
+    must keep PASSED without a timing dispute (the false-dispute rate FIB_WITNESS_GPU=fail needs)."""
+    for _ in range(3):
+        t = gpu_lab.run_good()
+        ev = t.evaluation
+        assert ev.status.value == "PASSED", ev.log[:3000]
+        assert "timing_disputed" not in flags(t), ev.correctness.extra
+        w = (ev.correctness.extra or {}).get("witness")
+        assert w and w["bad_calls"] == 0, ev.correctness.extra
+        print("GPU WITNESS", w, "latency_ms", ev.performance.latency_ms, "host_ms", ev.correctness.extra.get("host_ms"))
+
+
+@pytest.mark.parametrize("name", ["sealer_wrap", "rewrite_stats", "gc_sampler_swap", "inflate_reference"])
+def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
+    """Forged numbers from inside a CUDA runner. The reference time is always the supervisor's.
+    A forged latency is disputed by the GPU witness (wall time) only where the call's device time
+    exceeds 3x its host time + 50 us, and a dispute only flags until FIB_WITNESS_GPU=fail: this
+    test prints what happened (the measurement the GPU policy needs) and asserts the invariant
+    that holds either way."""
+    from tests.bench.conftest import rms_workload
+
+    t = gpu_lab.run(name, workload=rms_workload(4096, uuid="rms_gpu_witness"), COST=200)
+    ev = t.evaluation
+    extra = (ev.correctness.extra or {}) if ev.correctness else {}
+    print("GPU", name, ev.status.value, ev.performance, sorted(flags(t)), extra.get("witness"), extra.get("host_ms"))
+    if name == "inflate_reference":
+        assert "reference_tampered" in flags(t) or ev.status.value != "PASSED", ev.log[:3000]
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
+def test_metadata_and_proc_on_the_gpu_machine(gpu_lab: Lab, unchanged) -> None:
+    """Extended attributes are refused everywhere (seccomp); the host's processes are out of sight
+    (/proc narrowed to system entries and the runner's own). utime/chmod are refused only with the
+    read-only mount namespace, which CUDA runners get with FIB_SANDBOX_RO_MOUNTS=1 (not measured)."""
+    t = gpu_lab.run("metadata_outside")
+    log = t.evaluation.log
+    assert "BREACH setxattr" not in log, log[-2000:]
+    print("GPU METADATA", next((x for x in log.splitlines() if "METADATA REPORT" in x), ""))
+    p = gpu_lab.run("proc_snoop")
+    assert gpu_lab.marker not in p.model_dump_json()
+    assert "found: []" in p.evaluation.log or "denied: /proc" in p.evaluation.log, p.evaluation.log[-2000:]

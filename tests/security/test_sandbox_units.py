@@ -155,3 +155,119 @@ def test_dataset_needed_only_for_file_inputs() -> None:
     files = {"workload": {"inputs": {"x": {"type": "safetensors", "path": "blob/x.safetensors", "tensor_key": "x"}}}, "dataset_root": "/ds"}
     assert supervise.needed_paths(rnd, build) == ["/cache/a", None]
     assert supervise.needed_paths(files, build) == ["/cache/a", "/ds"]
+
+
+def test_seccomp_denies_metadata_and_hidden_memory() -> None:
+    allow = 0x7FFF0000
+    for nr in (188, 189, 190, 197, 198, 199, 447):  # set/remove xattr, memfd_secret
+        assert _decide(nr) != allow, nr
+    assert _decide(319) == allow  # memfd_create: only for CPU runners (install(deny_memfd=True))
+    prog = seccomp.program(deny_memfd=True)
+    assert any(code == 0x15 and k == 319 for code, _, _, k in prog)
+
+
+MOUNT_CHILD = r"""
+import json, os, sys
+from flashinfer_bench.sandbox import mounts, ns
+scratch, outside, logs = sys.argv[1:4]
+ns.enter_namespaces(want_pid=False)
+info = mounts.apply([logs], scratch=scratch, scratch_bytes=4 << 20, scratch_inodes=64)
+out = {"info": info}
+def attempt(name, fn):
+    try:
+        fn(); out[name] = "ok"
+    except OSError as e:
+        out[name] = e.errno
+attempt("utime outside", lambda: os.utime(outside, (1, 1)))
+attempt("chmod outside", lambda: os.chmod(outside, 0o777))
+attempt("write outside", lambda: open(outside, "a").write("x"))
+attempt("write logs", lambda: open(os.path.join(logs, "l"), "w").write("x"))
+attempt("chmod scratch", lambda: (open(os.path.join(scratch, "s"), "w").close(), os.chmod(os.path.join(scratch, "s"), 0o600)))
+attempt("fill scratch", lambda: open(os.path.join(scratch, "big"), "wb").write(b"x" * (8 << 20)))
+print(json.dumps(out))
+"""
+
+
+def test_read_only_mounts_in_a_child(tmp_path: Path) -> None:
+    """Everything read-only but scratch (a tmpfs with a quota) and the logs: metadata changes
+    outside fail with EROFS whatever the syscall."""
+    import errno
+    import os
+
+    scratch, logs = tmp_path / "scratch", tmp_path / "logs"
+    scratch.mkdir()
+    logs.mkdir()
+    outside = tmp_path / "data.txt"
+    outside.write_text("data")
+    before = os.stat(outside)
+    r = subprocess.run([sys.executable, "-c", MOUNT_CHILD, str(scratch), str(outside), str(logs)],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 and "Operation not permitted" in r.stderr:
+        pytest.skip(f"no mount namespace here: {r.stderr[-300:]}")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["utime outside"] == errno.EROFS and out["chmod outside"] == errno.EROFS
+    assert out["write outside"] == errno.EROFS
+    assert out["write logs"] == "ok" and out["chmod scratch"] == "ok"
+    assert out["fill scratch"] == errno.ENOSPC
+    after = os.stat(outside)
+    assert (after.st_mode, after.st_mtime_ns) == (before.st_mode, before.st_mtime_ns)
+    assert not (scratch / "s").exists()  # the tmpfs lived in the child's namespace only
+
+
+def test_proc_rules_leave_out_other_processes() -> None:
+    from flashinfer_bench.sandbox.policy import proc_readable
+
+    entries = proc_readable(whole=False)
+    assert "/proc" not in entries and "/proc/cpuinfo" in entries and "/proc/meminfo" in entries
+    pids = [e for e in entries if e.split("/")[-1].isdigit()]
+    assert len(pids) == 1  # this process's own directory
+    assert proc_readable(whole=True) == ["/proc"]
+
+
+def test_memory_watch_sees_memfds() -> None:
+    import os
+
+    fd = os.memfd_create("fib-test")
+    try:
+        os.write(fd, b"\xaa" * (4 << 20))
+        assert supervise.fd_shmem_bytes([os.getpid()]) >= 4 << 20
+    finally:
+        os.close(fd)
+    assert supervise.fd_shmem_bytes([os.getpid()]) < 4 << 20
+
+
+def test_the_supervisor_records_its_own_reference() -> None:
+    res = {"status": "PASSED", "performance": {"latency_ms": 1.0, "reference_latency_ms": 100.0, "speedup_factor": 100.0},
+           "extra": {}}
+    supervise.own_reference(res, {"center_ms": 2.0, "median_ms": 2.0, "samples": 50, "cached": True})
+    assert res["performance"]["reference_latency_ms"] == 2.0 and res["performance"]["speedup_factor"] == 2.0
+    assert "reference_tampered" in res["extra"]["flags"] and res["extra"]["suspect"]
+    honest = {"status": "PASSED", "performance": {"latency_ms": 1.0, "reference_latency_ms": 2.0, "speedup_factor": 2.0}}
+    supervise.own_reference(honest, {"center_ms": 2.0})
+    assert "flags" not in honest.get("extra", {})
+
+
+def test_build_reports_and_planted_links(tmp_path: Path) -> None:
+    import os
+
+    from flashinfer_bench.compile.confine import child_info, sanitize_build_dir
+
+    info = child_info({"hash": "other", "entry_point": "x.py::y", "library": "../../other/lib.so",
+                       "triton_cache": "triton_cache", "loadable_here": True})
+    assert info == {"triton_cache": "triton_cache", "loadable_here": True}
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "ok.txt").write_text("x")
+    os.symlink("/etc/passwd", tmp_path / "manifest.json")
+    os.symlink(tmp_path, tmp_path / "d" / "loop")
+    os.mkfifo(tmp_path / "d" / "build.log")
+    removed = sorted(sanitize_build_dir(tmp_path))
+    assert removed == ["d/build.log", "d/loop", "manifest.json"]
+    assert (tmp_path / "d" / "ok.txt").exists()
+
+
+def test_logs_keep_no_control_characters() -> None:
+    from flashinfer_bench.bench.assemble import safe_text
+
+    s = safe_text("a\x1b[2J\rPASSED\x00\x07\tb\nc\udcff\x9b")
+    assert not any(ord(c) < 0x20 and c not in "\t\n" for c in s)
+    assert "\\x1b[2J" in s and "\\x0d" in s and "\\x00" in s and "\\udcff" in s and "\\x9b" in s
