@@ -33,7 +33,8 @@ def test_passed_trace_through_compile_has_the_contract_fields(rms_def, compile_b
     assert EXTRA_KEYS <= set(extra), EXTRA_KEYS - set(extra)
     assert extra["timer"] == "host" and extra["samples"] >= cpu_config.iterations
     assert extra["bytes"] == 32 * 256 * 2 * 2 + 256 * 2
-    assert extra["flags"] == [] or set(extra["flags"]) <= {"noisy", "no_faster_than_reference"}
+    # information only (a noisy CPU): none of them marks the trace suspect
+    assert extra["flags"] == [] or set(extra["flags"]) <= {"noisy", "no_faster_than_reference", "speedup_within_noise"}
     env = json.loads(t.model_dump_json())["evaluation"]["environment"]
     assert ENV_KEYS <= set(env), ENV_KEYS - set(env)
     assert env["hardware"].startswith("CPU") and env["device"] == "cpu"
