@@ -20,7 +20,7 @@ import pandas as pd
 from .units import fmt_speedup, fmt_us, shorten
 
 FORMATS = ("text", "csv", "json", "markdown")
-WIDTH = 120  # text tables and paragraphs fit a 120-column terminal
+WIDTH = 100  # text tables and paragraphs fit a 100-column terminal (issue 17)
 GAP = "  "
 MIN_TEXT = 24  # a text column is never shortened below this (too wide a table is cut into blocks instead)
 SHORTENED_NOTE = f"(long names shortened to fit {WIDTH} columns; --format csv or json has them in full)"

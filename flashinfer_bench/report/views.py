@@ -1,5 +1,5 @@
 """What the `report` commands and the end of `run` print: each command's tables laid out for people
-(at most 120 columns, latency in microseconds) or for scripts (CSV/JSON: every row, raw numbers)."""
+(at most 100 columns, latency in microseconds) or for scripts (CSV/JSON: every row, raw numbers)."""
 from __future__ import annotations
 
 import math

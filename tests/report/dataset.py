@@ -137,7 +137,7 @@ def build() -> TraceSet:
     return ts
 
 
-# ---- wide: long names, many solutions, workloads with four axes (what has to fit 120 columns)
+# ---- wide: long names, many solutions, workloads with four axes (what has to fit 100 columns)
 LONG_HW = "NVIDIA H100 80GB HBM3 (node gpu-cluster-a17-rack-04, driver 580.65.06, CUDA 13.0)"
 
 
