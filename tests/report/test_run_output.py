@@ -55,3 +55,18 @@ def test_file_lock_excludes_other_processes_and_removes_itself(tmp_path):
         assert p.exitcode == 0
     assert counter.read_text() == str(4 * 150)  # no lost update: the lock excluded every other holder
     assert not os.path.exists(lock)
+
+
+def test_plain_summary_without_pandas_reads_like_the_report():
+    """The pipeline's summary when the report extra is not installed (pipeline/summary.py): the
+    same units and names as the report, never 0.00x, at most 100 columns."""
+    from flashinfer_bench.pipeline.summary import plain_summary
+
+    from . import dataset as ds
+
+    ts = ds.wide()
+    text = plain_summary(ts, [{"solution": "s", "workload": "w", "reason": "x" * 300}], ["p" * 300])
+    assert "latency (us)" in text and "0.0049x" in text and "0.00x" not in text
+    flat = "".join(text.split())  # a long list of axes wraps after its commas
+    assert "batch_size=64,num_pages=300000,len_indptr=65,num_kv_indices=16384" in flat and "uuid-64-300000" not in text
+    assert max(len(line) for line in text.splitlines()) <= 100
