@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -93,7 +92,7 @@ def prepare(a: SimpleNamespace, dataset: Path) -> Optional[dict]:
 
 def fast_path(req: dict, device: str) -> Optional[dict]:
     """The trace dict from the device's running worker, or None to take the full path."""
-    addressing = _load("_fib_addressing", _PKG / "bench" / "addressing.py")
+    addressing = sys.modules.get("_fib_addressing") or _load("_fib_addressing", _PKG / "bench" / "addressing.py")
     protocol = _load("_fib_protocol", _PKG / "bench" / "protocol.py")
     config = {**req["config"], "device": device}
     sock_path = addressing.worker_paths(device, Path(config["worker_dir"]))["socket"]
@@ -120,10 +119,8 @@ def main() -> int:
     a = _parse_args(sys.argv[1:])
     t0 = time.perf_counter()
     dataset = Path(a.dataset).resolve()
-    if not a.worker_dir:
-        env = os.environ.get("FIB_WORKER_DIR")
-        cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-        a.worker_dir = env or f"/tmp/fib-workers-{os.getuid()}" + (f"-cvd{cvd.replace(',', '_')}" if cvd else "")
+    if not a.worker_dir:  # the one rule for both doors (the Python API's too)
+        a.worker_dir = str(_load("_fib_addressing", _PKG / "bench" / "addressing.py").default_worker_dir())
     req = prepare(a, dataset)
     trace = None
     if req is not None and a.device.startswith("cuda"):
