@@ -80,11 +80,8 @@ class Benchmark:
             return
         workers = max(1, min(len(todo), os.cpu_count() or 1))
         log.info("building %d solutions (%d at a time)", len(todo), workers)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for key, b in zip(todo, pool.map(lambda sd: build_solution(sd[0], sd[1], self._cache_dir()), todo.values())):
-                self._builds[key] = b
-                if b.get("status") != "OK":
-                    log.warning("solution %s: build %s", todo[key][0].name, b.get("status"))
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # distinct keys: one writer each
+            list(pool.map(lambda sd: self._build(*sd), todo.values()))
 
     def _definitions(self) -> List[Definition]:
         wanted = self.config.definitions

@@ -7,8 +7,6 @@ and queue a record for the writer thread. It never raises into the user's progra
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import traceback
 import warnings
 from pathlib import Path
@@ -18,6 +16,7 @@ from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, ShapeError
 from flashinfer_bench.data.io import read_json
+from flashinfer_bench.env import unwritable
 
 from . import _state
 from .config import TracingConfig, TracingConfigRegistry
@@ -304,17 +303,10 @@ class TracingRuntime:
         return out
 
     def _writable(self) -> bool:
-        try:
-            d = self.root / "workloads"
-            d.mkdir(parents=True, exist_ok=True)
-            fd, probe = tempfile.mkstemp(prefix=".fib-write-probe.", dir=d)
-            os.close(fd)
-            os.unlink(probe)
-        except OSError as e:
-            self.warn_once(
-                "unwritable",
-                f"tracing: cannot write to {self.root / 'workloads'} ({e}); nothing is traced",
-            )
+        d = self.root / "workloads"
+        why = unwritable(d, "the directory", "nothing is traced")
+        if why:
+            self.warn_once("unwritable", f"tracing: cannot write to {d}: {why}")
             return False
         return True
 
