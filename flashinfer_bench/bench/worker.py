@@ -344,27 +344,28 @@ class Supervisor:
             r = self.ensure_runner()
         except RunnerStartError as e:
             return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
-        need = supervise.uncovered(r.ready, supervise.needed_paths(req, build))
-        if need:  # a runner confined before this dataset was known cannot read it: start one that can
-            self.readable.update(str(p) for p in need)
-            with self._runner_lock:
-                self._discard(r)
-            try:
+        sol_key = str(build.get("hash") or req.get("solution_name"))
+        try:
+            if cfg.fresh_runner_per_solution and r.served is not None and r.served != sol_key:
+                # another solution ran in this runner: whatever it left (patches, fds, threads,
+                # caches) must not meet this one. Its runner is parked for its next job (the
+                # pipeline interleaves solutions), this solution gets its own parked runner or a
+                # fresh one.
+                r = self._switch_runner(r, sol_key)
+            # the runner (current or parked) must be able to read this build and dataset: one
+            # confined before they were known (another dataset's cache holding the same build
+            # hash) cannot; a fresh runner confined with them replaces it
+            need = supervise.uncovered(r.ready, supervise.needed_paths(req, build))
+            if need:
+                self.readable.update(str(p) for p in need)
+                with self._runner_lock:
+                    self._discard(r)
                 r = self.ensure_runner()
-            except RunnerStartError as e:
-                return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
+        except RunnerStartError as e:
+            return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
         refused = supervise.refusal(r.ready, cfg.allow_unconfined)
         if refused:
             return trace("RUNTIME_ERROR", refused)
-        sol_key = str(build.get("hash") or req.get("solution_name"))
-        if cfg.fresh_runner_per_solution and r.served is not None and r.served != sol_key:
-            # another solution ran in this runner: whatever it left (patches, fds, threads, caches)
-            # must not meet this one. Its runner is parked for its next job (the pipeline
-            # interleaves solutions), this solution gets its own parked runner or a fresh one.
-            try:
-                r = self._switch_runner(r, sol_key)
-            except RunnerStartError as e:
-                return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
         r.served = sol_key
         ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
         if ref_stats is not None and "failed" in ref_stats:
@@ -445,6 +446,9 @@ class Supervisor:
         """Park `current` (it serves only its own solution) and make `sol_key`'s runner current."""
         with self._runner_lock:
             if current.served is not None and current.proc.poll() is None:
+                older = self.parked.pop(current.served, None)
+                if older is not None and older is not current:
+                    self._discard(older)  # replaced, not leaked: one parked runner per solution
                 self.parked[current.served] = current
                 self.parked.move_to_end(current.served)
                 if self.device != "cpu":

@@ -81,14 +81,31 @@ class ArtifactCache:
 
 
 def read_manifest(artifact_dir: Path) -> Optional[Dict[str, Any]]:
-    try:
-        with open(Path(artifact_dir) / MANIFEST, encoding="utf-8") as f:
-            m = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(m, dict) or m.get("status") != OK:
-        return None
+    """The manifest of a published, successful build; None otherwise (manifest_problem says why)."""
+    m, _ = _manifest(artifact_dir)
     return m
+
+
+def manifest_problem(artifact_dir: Path) -> Optional[str]:
+    """Why `artifact_dir` holds no usable build (None when it does): missing, unreadable (with the
+    errno: a sandbox denial reads differently from a missing file), unparsable or not OK."""
+    return _manifest(artifact_dir)[1]
+
+
+def _manifest(artifact_dir: Path):
+    path = Path(artifact_dir) / MANIFEST
+    try:
+        with open(path, encoding="utf-8") as f:
+            m = json.load(f)
+    except FileNotFoundError:
+        return None, f"{path} does not exist"
+    except OSError as e:
+        return None, f"{path} cannot be read: {e.strerror or e} (errno {e.errno})"
+    except ValueError as e:
+        return None, f"{path} is not valid JSON: {e}"
+    if not isinstance(m, dict) or m.get("status") != OK:
+        return None, f"{path}: status is {m.get('status') if isinstance(m, dict) else m!r}, not {OK}"
+    return m, None
 
 
 def write_json_durably(path: Path, obj: Any) -> None:

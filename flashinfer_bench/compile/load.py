@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 from ..data import Definition
-from .cache import read_manifest
+from .cache import manifest_problem, read_manifest
 from .pyimport import EntryError, import_entry
 from .runnable import LoadError, Runnable
 from .sources import SRC_DIR
@@ -25,7 +25,7 @@ def load_runnable(artifact_dir: Path, definition: Definition) -> Runnable:
     artifact_dir = Path(artifact_dir)
     m = read_manifest(artifact_dir)
     if m is None:
-        raise LoadError(f"{artifact_dir}: no successful build here (manifest.json missing or not OK)")
+        raise LoadError(f"{artifact_dir}: no successful build here: {manifest_problem(artifact_dir)}")
     language = m["language"]
     entry_file, symbol = m["entry_point"].split("::")
     before: Optional[Callable[[], None]] = None
