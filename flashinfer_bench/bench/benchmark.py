@@ -17,6 +17,11 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from ..data import Definition, Solution, Trace, TraceSet, Workload
 from ..data.charge import charged_party
+from ..data.io import Problem
+from ..data.op_types import family_settings
+from ..data.validate import (
+    Finding, HeaderCache, definition_problems, run_file_name_problem, solution_problems, workload_problems,
+)
 from ..env import run_directory_problems
 from .addressing import default_worker_dir
 from .client import evaluate_via_worker, resolve_device
@@ -55,8 +60,13 @@ class Benchmark:
         self.skipped: List[Tuple[str, str, str, str]] = []
         _show_progress()
         self._builds: Dict[str, dict] = {}
+        self._reported: Dict[int, List[Problem]] = {}  # entity id -> its errors, reported once
+        self._headers = HeaderCache()
         # evaluations that failed because of the dataset or the machine: never saved as traces
         self.charged_failures: List[Trace] = []
+        # dataset errors found before running (the pipeline's plan checks, data/validate.py): the
+        # bad definition, solution or workload and what depends on it are not run, never traced
+        self.problems: List[Problem] = []
 
     # ------------------------------------------------------------------ helpers
     def _cache_dir(self) -> Optional[Path]:
@@ -91,13 +101,48 @@ class Benchmark:
             if missing:
                 log.warning("definitions not in the dataset: %s", missing)
             defs = [d for d in defs if d.name in wanted]
-        return defs
+        return [d for d in defs if self._valid(d, definition_problems(d))]
 
     def _solutions(self, definition: str) -> List[Solution]:
         sols = self.trace_set.solutions_for(definition)
         if self.config.solutions is not None:
             sols = [s for s in sols if s.name in self.config.solutions]
-        return sols
+        valid = {d.name: d for d in self.trace_set.definitions.values()}
+        return [s for s in sols if self._valid(s, solution_problems(s, valid))]
+
+    def _workloads(self, definition: Definition) -> List[Workload]:
+        """The definition's workloads that pass the plan's checks (inputs under this config's
+        generators, blobs present and matching): a bad one costs only its own pairs."""
+        cfg = self.config.eval_config_for(definition.name, definition.op_type, self.device)
+        specs = family_settings(definition, cfg.inputs)["inputs"]
+        headers = self._headers
+        out = []
+        for line in self.trace_set.workloads_for(definition.name):
+            wl = line.workload
+            # fields a file must spell out; a workload made in memory gets its uuid generated
+            from_file = self.trace_set.origin(line)[0] != "<memory>"
+            found = workload_problems(definition, wl, self.trace_set.root, headers,
+                                      wl.model_fields_set if from_file else None, specs)
+            if self._valid(line, found):
+                out.append(wl)
+        return out
+
+    def _valid(self, entity: object, findings: list) -> bool:
+        """Record `findings` of an entity once (file, line and field, as validate prints them);
+        False when one is an error: the entity and what depends on it are not run."""
+        path, line, prefix = self.trace_set.origin(entity)
+        named = run_file_name_problem(path) if path != "<memory>" else None
+        errors = [f for f in findings if f.level == "error"] + ([Finding(None, named)] if named else [])
+        key = id(entity)
+        if errors and key not in self._reported:
+            self._reported[key] = []
+            for f in errors:
+                field = ".".join(x for x in (prefix, f.field or "") if x) or None
+                p = Problem(path, f.message, line, field)
+                self._reported[key].append(p)
+                self.problems.append(p)
+                log.error("dataset error, not run: %s", p)
+        return not errors
 
     def _evaluate(self, definition: Definition, solution: Solution, workload: Workload) -> Trace:
         build = self._build(solution, definition)
@@ -124,6 +169,12 @@ class Benchmark:
         definition = self.trace_set.get_definition(sol.definition)
         if definition is None:
             raise ValueError(f"solution {sol.name!r} names definition {sol.definition!r}, which is not in the trace set")
+        valid = {d.name: d for d in self.trace_set.definitions.values()}
+        ok = self._valid(definition, definition_problems(definition))
+        ok = self._valid(sol, solution_problems(sol, valid)) and ok
+        if not ok:  # the dataset's error: named, not turned into this solution's traces
+            found = self._reported.get(id(definition), []) + self._reported.get(id(sol), [])
+            raise ValueError("dataset error, not run: " + "; ".join(map(str, found)))
         if workloads is None:
             wls = [w.workload for w in self.trace_set.workloads_for(definition.name)]
         else:
@@ -133,17 +184,28 @@ class Benchmark:
             self.trace_set.add_trace(t)
         return out
 
+    def _work(self) -> List[Tuple[Definition, List[Solution], List[Workload]]]:
+        """What run_all() runs: the valid selected definitions, their valid selected solutions and
+        valid workloads (dataset errors are recorded in `problems`)."""
+        return [(d, self._solutions(d.name), self._workloads(d)) for d in self._definitions()]
+
+    def pairs(self) -> List[Tuple[str, str, str]]:
+        """(definition, solution, workload uuid) of every evaluation run_all() would make on this
+        device: the pipeline plan's jobs for the same dataset (one set of rules)."""
+        return sorted(
+            (d.name, s.name, w.uuid) for d, sols, wls in self._work() for w in wls for s in sols
+            if not skip_reason(d, s, w.axes, self.device, self.config.cpu_limits)
+        )
+
     def run_all(self, dump_traces: bool = True, resume: bool = False) -> List[Trace]:
         """Every selected solution on every workload of its definition; returns the new traces."""
         new: List[Trace] = []
+        work = self._work()
         self._build_all([
-            (s, d) for d in self._definitions() for s in self._solutions(d.name)
-            if self.trace_set.workloads_for(d.name) and not all(
-                skip_reason(d, s, w.workload.axes, self.device, self.config.cpu_limits)
-                for w in self.trace_set.workloads_for(d.name))
+            (s, d) for d, sols, wls in work for s in sols
+            if wls and not all(skip_reason(d, s, w.axes, self.device, self.config.cpu_limits) for w in wls)
         ])
-        for definition in self._definitions():
-            sols = self._solutions(definition.name)
+        for definition, sols, workloads in work:
             if not sols:
                 continue
             done: Set[Tuple[str, str]] = set()
@@ -151,8 +213,7 @@ class Benchmark:
                 done = {(t.workload.uuid, t.solution or "") for t in self.trace_set.traces_for(definition.name)}
             timed_out: Dict[str, Trace] = {}
             traces: List[Trace] = []
-            for wl_line in self.trace_set.workloads_for(definition.name):
-                wl = wl_line.workload
+            for wl in workloads:
                 for sol in sols:
                     if (wl.uuid, sol.name) in done:
                         continue

@@ -100,3 +100,20 @@ def test_run_all_never_saves_a_datasets_failure_as_a_trace(tmp_path: Path, cpu_c
     assert "reference bug" in bench.charged_failures[0].evaluation.log
     saved = [line for f in (tmp_path / "ds" / "traces").rglob("*.jsonl") for line in f.read_text().splitlines() if line.strip()]
     assert saved == []
+
+
+def test_run_all_does_not_run_a_solution_validate_rejects(dataset: Path, cpu_config) -> None:
+    """A solution with a syntax error is the dataset's error, named with its file and field as
+    `validate` and the pipeline's plan name it; run_all makes no COMPILE_ERROR trace for it and
+    still runs the good solution (issue 17)."""
+    sol_file = next((dataset / "solutions").rglob("api_dps.json"))
+    sol = json.loads(sol_file.read_text())
+    sol["sources"][0]["content"] = "def run(x, weight, eps, out)\n    return x\n"
+    sol_file.write_text(json.dumps(sol))
+    bench = Benchmark(TraceSet.from_path(dataset), _config(cpu_config))
+    new = bench.run_all()
+    assert {(t.solution, t.evaluation.status.value) for t in new} == {("api_vr", "PASSED")}
+    assert [(p.path, p.field) for p in bench.problems] == [(str(sol_file), "sources[0].content")]
+    assert "syntax error" in bench.problems[0].message
+    with pytest.raises(ValueError, match="syntax error"):
+        bench.run_solution("api_dps")

@@ -112,6 +112,25 @@ def test_the_runs_plan_drops_only_what_depends_on_the_bad_file(here: Path, case:
     assert [str(p) for p in plan.errors if p.path not in allowed] == []
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_the_python_api_runs_what_the_plan_runs(here: Path, case: Case) -> None:
+    """One set of rules for both doors (issues 16, 17): `Benchmark.run_all()` evaluates exactly
+    the plan's jobs on a malformed dataset (a bad entity costs only what depends on it, never a
+    COMPILE_ERROR or RUNTIME_ERROR trace of its own), and reports the same errors as the plan."""
+    from flashinfer_bench import Benchmark, BenchmarkConfig
+
+    ds = make_case(Path("ds"), case)
+    plan = build_plan(ds, "cpu")
+    ts = TraceSet.from_path(ds)
+    if ts is None:  # nothing loadable: nothing to compare
+        return
+    bench = Benchmark(ts, BenchmarkConfig(device="cpu", worker_dir=str(here / "w"), cache_dir=str(here / "c")))
+    assert bench.pairs() == sorted((j.definition, j.solution, j.uuid) for j in plan.jobs)
+    planned = {(p.path, p.line, p.field) for p in plan.errors}
+    for p in bench.problems:  # each error the API reports is one the plan reports, located alike
+        assert (p.path, p.line, p.field) in planned, (str(p), [str(x) for x in plan.errors])
+
+
 # ------------------------------------------------------------------ traces
 def test_a_non_utf8_traces_line_costs_only_that_line(here: Path) -> None:
     ds = make_case(Path("ds"), next(c for c in CASES if c.id == "traces_line_not_utf8"))
