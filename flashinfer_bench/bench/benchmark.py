@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
@@ -60,6 +60,7 @@ class Benchmark:
         self.skipped: List[Tuple[str, str, str, str]] = []
         _show_progress()
         self._builds: Dict[str, dict] = {}
+        self._pending: Dict[str, Future] = {}  # builds started by run_all's pool, by content hash
         self._reported: Dict[int, List[Problem]] = {}  # entity id -> its errors, reported once
         self._headers = HeaderCache()
         # evaluations that failed because of the dataset or the machine: never saved as traces
@@ -73,25 +74,27 @@ class Benchmark:
         return Path(self.config.cache_dir) if self.config.cache_dir else None
 
     def _build(self, solution: Solution, definition: Definition) -> dict:
+        """The solution's build: from this run's build pool when one started it (waits for it),
+        else built now."""
         key = solution.content_hash()
         if key not in self._builds:
-            self._builds[key] = build_solution(solution, definition, self._cache_dir())
-            b = self._builds[key]
+            pending = self._pending.pop(key, None)
+            b = pending.result() if pending is not None else build_solution(solution, definition, self._cache_dir())
+            self._builds[key] = b
             if b.get("status") != "OK":
                 log.warning("solution %s: build %s", solution.name, b.get("status"))
         return self._builds[key]
 
-    def _build_all(self, pairs: List[Tuple[Solution, Definition]]) -> None:
-        """Build every solution the run needs before the first evaluation, several at a time
-        (each build is its own process), as the pipeline's compile jobs do: one at a time, the
-        Python API spent most of a cold run importing torch in build children (issue 16)."""
-        todo = {s.content_hash(): (s, d) for s, d in pairs if s.content_hash() not in self._builds}
-        if len(todo) < 2:
-            return
-        workers = max(1, min(len(todo), os.cpu_count() or 1))
-        log.info("building %d solutions (%d at a time)", len(todo), workers)
-        with ThreadPoolExecutor(max_workers=workers) as pool:  # distinct keys: one writer each
-            list(pool.map(lambda sd: self._build(*sd), todo.values()))
+    def _start_builds(self, pool: ThreadPoolExecutor, pairs: List[Tuple[Solution, Definition]]) -> None:
+        """Start every build the run needs, several at a time (each build is its own process),
+        in the order the evaluations need them: the first solution is evaluated while the others
+        still build, as the pipeline's compile jobs overlap its benchmark jobs. One at a time and
+        before any evaluation, the Python API spent most of a cold run importing torch in build
+        children (issue 16)."""
+        for s, d in pairs:
+            key = s.content_hash()
+            if key not in self._builds and key not in self._pending:
+                self._pending[key] = pool.submit(build_solution, s, d, self._cache_dir())
 
     def _definitions(self) -> List[Definition]:
         wanted = self.config.definitions
@@ -199,12 +202,27 @@ class Benchmark:
 
     def run_all(self, dump_traces: bool = True, resume: bool = False) -> List[Trace]:
         """Every selected solution on every workload of its definition; returns the new traces."""
-        new: List[Trace] = []
         work = self._work()
-        self._build_all([
-            (s, d) for d, sols, wls in work for s in sols
-            if wls and not all(skip_reason(d, s, w.axes, self.device, self.config.cpu_limits) for w in wls)
-        ])
+        needed = [(s, d) for d, sols, wls in work for s in sols
+                  if wls and not all(skip_reason(d, s, w.axes, self.device, self.config.cpu_limits) for w in wls)]
+        if needed:
+            log.info("building %d solutions (%d at a time) while evaluating", len(needed), self._build_slots())
+        with ThreadPoolExecutor(max_workers=self._build_slots()) as pool:
+            self._start_builds(pool, needed)
+            try:
+                return self._run_work(work, dump_traces, resume)
+            finally:
+                for f in self._pending.values():  # an evaluation raised: builds not yet begun are dropped
+                    f.cancel()
+                self._pending.clear()
+
+    @staticmethod
+    def _build_slots() -> int:
+        return max(1, os.cpu_count() or 1)
+
+    def _run_work(self, work: List[Tuple[Definition, List[Solution], List[Workload]]], dump_traces: bool,
+                  resume: bool) -> List[Trace]:
+        new: List[Trace] = []
         for definition, sols, workloads in work:
             if not sols:
                 continue
@@ -213,27 +231,28 @@ class Benchmark:
                 done = {(t.workload.uuid, t.solution or "") for t in self.trace_set.traces_for(definition.name)}
             timed_out: Dict[str, Trace] = {}
             traces: List[Trace] = []
-            for wl in workloads:
-                for sol in sols:
-                    if (wl.uuid, sol.name) in done:
+            # solution by solution, in build order: each solution keeps its runner (no switch per
+            # evaluation) and the next ones build meanwhile
+            for sol, wl in [(sol, wl) for sol in sols for wl in workloads]:
+                if (wl.uuid, sol.name) in done:
+                    continue
+                why = skip_reason(definition, sol, wl.axes, self.device, self.config.cpu_limits)
+                if why:
+                    self.skipped.append((definition.name, sol.name, wl.uuid, why))
+                    log.info("%s / %s / %s: SKIPPED (%s)", definition.name, sol.name, wl.uuid, why)
+                    continue
+                if sol.name in timed_out:
+                    t = self._skipped(definition, sol, wl, timed_out[sol.name])
+                else:
+                    t = self._evaluate(definition, sol, wl)
+                    if charged_party(t) != "solution":  # the dataset's or the machine's failure
+                        log.error("%s / %s / %s: %s", definition.name, sol.name, wl.uuid,
+                                  (t.evaluation.log or "").splitlines()[0] if t.evaluation else "")
+                        self.charged_failures.append(t)
                         continue
-                    why = skip_reason(definition, sol, wl.axes, self.device, self.config.cpu_limits)
-                    if why:
-                        self.skipped.append((definition.name, sol.name, wl.uuid, why))
-                        log.info("%s / %s / %s: SKIPPED (%s)", definition.name, sol.name, wl.uuid, why)
-                        continue
-                    if sol.name in timed_out:
-                        t = self._skipped(definition, sol, wl, timed_out[sol.name])
-                    else:
-                        t = self._evaluate(definition, sol, wl)
-                        if charged_party(t) != "solution":  # the dataset's or the machine's failure
-                            log.error("%s / %s / %s: %s", definition.name, sol.name, wl.uuid,
-                                      (t.evaluation.log or "").splitlines()[0] if t.evaluation else "")
-                            self.charged_failures.append(t)
-                            continue
-                        if t.evaluation is not None and t.evaluation.status.value == "TIMEOUT":
-                            timed_out[sol.name] = t
-                    traces.append(t)
+                    if t.evaluation is not None and t.evaluation.status.value == "TIMEOUT":
+                        timed_out[sol.name] = t
+                traces.append(t)
             if dump_traces:  # written too when the set has a dataset directory
                 self.trace_set.add_traces(traces)
                 if traces and self.trace_set.persists:
