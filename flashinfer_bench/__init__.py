@@ -33,6 +33,8 @@ _LAZY = {
     "disable_tracing": "flashinfer_bench.tracing",
     "TracingConfig": "flashinfer_bench.tracing",
     "TracingConfigRegistry": "flashinfer_bench.tracing",
+    "FFI_PROMPT": "flashinfer_bench.agents",
+    "FFI_PROMPT_SIMPLE": "flashinfer_bench.agents",
 }
 
 

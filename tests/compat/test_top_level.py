@@ -5,8 +5,9 @@ import subprocess
 import sys
 import textwrap
 
-# flashinfer_bench.__all__ of 0.1.2, less FFI_PROMPT/FFI_PROMPT_SIMPLE (its agents' LLM prompts)
+# flashinfer_bench.__all__ of 0.1.2 (FFI_PROMPT*: instructions for agents, written for our builder)
 UPSTREAM_TOP_LEVEL = [
+    "FFI_PROMPT", "FFI_PROMPT_SIMPLE",
     "Benchmark", "BenchmarkConfig", "apply", "enable_apply", "disable_apply", "ApplyConfig",
     "ApplyConfigRegistry", "enable_tracing", "disable_tracing", "TracingConfig",
     "TracingConfigRegistry", "Definition",
@@ -30,6 +31,7 @@ def test_every_name_imports_and_none_needs_torch() -> None:
         from flashinfer_bench import {", ".join(UPSTREAM_TOP_LEVEL)}
         import flashinfer_bench.data as data
         assert Definition is data.Definition and EvaluationStatus.PASSED == "PASSED"
+        assert "TVM_FFI_DLL_EXPORT_TYPED_FUNC" in FFI_PROMPT_SIMPLE and FFI_PROMPT.startswith(FFI_PROMPT_SIMPLE)
         assert "torch" not in sys.modules
         print(sorted(set({UPSTREAM_TOP_LEVEL!r}) - set(flashinfer_bench.__all__)))
     """)
