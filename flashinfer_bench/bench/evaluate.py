@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from ..data import Definition, ShapeError, Workload
-from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR
+from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from ..data.op_types import family_settings
 from . import timing
 from .checks import CheckSpecError, make_checker
@@ -115,7 +115,7 @@ def native_threads() -> int:
 
 
 def _is_out_of_memory(e: BaseException) -> bool:
-    return isinstance(e, torch.OutOfMemoryError) or "out of memory" in str(e).lower()
+    return isinstance(e, torch.OutOfMemoryError) or says_out_of_memory(str(e))
 
 
 class BytesLRU:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR
+from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
@@ -75,8 +75,7 @@ def _out_of_memory(trace_json: str) -> bool:
     ev = t.get("evaluation") or {}
     if ev.get("status") not in ("RUNTIME_ERROR", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL"):
         return False
-    text = str(ev.get("log") or "")
-    return "CUDA out of memory" in text or "OutOfMemoryError" in text
+    return says_out_of_memory(str(ev.get("log") or ""))
 
 
 def _shm_entries() -> set:

@@ -26,3 +26,10 @@ def charged_party(trace: Trace) -> Party:
     if log.startswith(ENVIRONMENT_ERROR):
         return "environment"
     return "solution"
+
+
+def says_out_of_memory(text: str) -> bool:
+    """Does an error message or a trace's log report an allocation the device could not serve?
+    (torch's OutOfMemoryError, CUDA's "out of memory"). One test for the runner, which sees the
+    exception, and the supervisor, which sees only the text."""
+    return "out of memory" in text.lower() or "OutOfMemoryError" in text
