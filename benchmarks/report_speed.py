@@ -4,7 +4,7 @@ devices, and per mode wall seconds with the job's CPU seconds in parentheses (CP
 less with other load on a shared machine).
 
     python benchmarks/report_speed.py [--cases tests,example,example3,hw50k] [--repeat 3] [--timeout 600]
-                                      [--modes cold,warm,warm+mpl,rerun] [--src DIR]
+                                      [--modes cold,warm,warm+mpl,rerun,changed] [--src DIR]
 
 Cases (every dataset is written to a temporary directory; nothing here touches dataset/):
   tests     the report tests' dataset (tests/report/dataset.py): 4 definitions, 3 devices
@@ -24,6 +24,9 @@ Modes:
             the job server preloads it)
   rerun     warm+mpl into the folder of an earlier report of the same traces: the pipeline's
             re-run, unchanged plots come from the report's plot cache
+  changed   rerun after a few traces changed: before each run the latency of one passed trace
+            in each of CHANGED definitions (their first device) is scaled by 1.1 or back, so each
+            run redraws those (definition, device) groups and takes the rest from the cache
 Medians of --repeat runs (hw50k: one run each). A run over --timeout prints "> T".
 
 --src DIR measures another source tree (e.g. `git archive <commit> | tar -x -C DIR`, for a
@@ -156,6 +159,30 @@ def _job(root: Path, out: Path) -> tuple:
     return SRC / "flashinfer_bench/pipeline/job_main.py", [
         "report", "--dataset", str(root), "--plan-notes", str(notes), "--summary", str(out / "report/summary.txt"),
         "--html", str(out / "report/index.html"), "--log", str(out / "report.log"), "--save-results", "True"]
+
+
+CHANGED = 3  # definitions with one changed trace each (mode changed)
+
+
+def _flip(root: Path, k: int) -> None:
+    """Change one passed trace in each of the first CHANGED trace files that have two passed
+    traces on one device: latency x1.1 on even k, back on odd k (the file's other lines verbatim)."""
+    done = 0
+    for f in sorted((root / "traces").rglob("*.jsonl")):
+        lines = f.read_text().splitlines()
+        passed = [i for i, x in enumerate(lines) if '"PASSED"' in x]
+        if len(passed) < 2:
+            continue
+        i = passed[0]
+        t = json.loads(lines[i])
+        perf = t["evaluation"]["performance"]
+        perf["latency_ms"] *= 1.1 if k % 2 == 0 else 1 / 1.1
+        perf["speedup_factor"] = perf["reference_latency_ms"] / perf["latency_ms"]
+        lines[i] = json.dumps(t)
+        f.write_text("\n".join(lines) + "\n")
+        done += 1
+        if done == CHANGED:
+            return
 
 
 def _cpu_children() -> float:
@@ -300,6 +327,15 @@ def main() -> None:
                 elif mode == "rerun":  # the report folder of an earlier report of the same traces
                     warm(root, base / case / "rerun", a.timeout, MPL)
                     t = _median([warm(root, base / case / "rerun", a.timeout, MPL) for i in range(reps)])
+                elif mode == "changed":  # the same, after a few traces changed before each run
+                    warm(root, base / case / "changed", a.timeout, MPL)
+                    runs = []
+                    for i in range(reps):
+                        _flip(root, i)
+                        runs.append(warm(root, base / case / "changed", a.timeout, MPL))
+                    if reps % 2:
+                        _flip(root, reps)  # the traces as they were, for the modes after this one
+                    t = _median(runs)
                 else:
                     extra = MPL if mode == "warm+mpl" else ()
                     t = _median([warm(root, base / case / f"{mode}{i}", a.timeout, extra) for i in range(reps)])

@@ -4,6 +4,7 @@ sort tables, no network), plus the same plots and tables as separate files for S
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import math
@@ -12,14 +13,14 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
 from flashinfer_bench.data import EvaluationStatus, TraceSet
 
 from .frame import rows_of
-from .plots import EXT, MIME, PLOT_KINDS, PlotCache, draw_groups, records, unavailable
+from .plots import EXT, MIME, PLOT_KINDS, Drawing, PlotCache, records
 from .render import fmt_number, title, to_csv
 from .roofline import roofline_table
 from .summary import MAX_DEVICES, Summary, headline_text, summarize
@@ -31,7 +32,7 @@ LOG_CAP = 20000
 SKIPPED_COLUMNS = ["definition", "solution", "workload", "reason"]
 MAX_FAILURES = 300  # failures listed with their logs; the rest are counted (all are in matrix.csv)
 MAX_FOLDED = 100  # rows of a folded-devices table in the page (all are in headlines.csv)
-PLOT_CACHE = ".plot-cache"  # in the report's folder: the last report's plots by content (PlotCache)
+PLOT_CACHE = ".plot-cache"  # in the report's folder: the last report's plots and tables by content (PlotCache)
 MAX_TABLE_ROWS = 2000  # rows of a standalone table (tables/*.html); the CSV next to it has all
 NO_REASON = "no trace: not benchmarked (a pipeline run lists why it skipped a pair in results/plan/notes.json; --skipped FILE)"
 NO_REASON_RUN = "no trace: not selected for this run (--definitions/--solutions), or its trace did not load (see the notes)"
@@ -260,17 +261,40 @@ def _skipped_html(skipped: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _group_assets(s: Summary, groups: Optional[Sequence[tuple]] = None,
-                  cache: Optional[PlotCache] = None) -> Dict[tuple, Dict[str, Optional[bytes]]]:
-    """The plots of every (definition, hardware) group in `groups` (default: all): the frame is
-    split once, in plain rows; `cache` keeps plots whose rows did not change since the last report."""
-    if s.frame.empty:
-        return {}
-    groups = list(s.groups() if groups is None else groups)
+                  cache: Optional[PlotCache] = None) -> "GroupPlots":
+    """The plots of every (definition, hardware) group in `groups` (default: all), being drawn
+    (see GroupPlots): the frame is split once, in plain rows; `cache` keeps plots whose rows did
+    not change since the last report."""
+    groups = [] if s.frame.empty else list(s.groups() if groups is None else groups)
     split = Split(s.frame)
-    drawn = draw_groups([(records(split.get(g)), group_title(*g)) for g in groups], cache)
-    if cache is not None:
-        cache.prune()
-    return dict(zip(groups, drawn))
+    return GroupPlots(groups, Drawing([(records(split.get(g)), group_title(*g)) for g in groups], cache))
+
+
+class GroupPlots(Mapping):
+    """(definition, hardware) -> plots by kind, from a Drawing: reading it waits for the drawing
+    (the page is rendered with its plots last, so its tables are made while the plots are drawn).
+    `why`: why no plot can be drawn, when none can."""
+
+    def __init__(self, groups: Sequence[tuple], drawing: Drawing):
+        self.groups = list(groups)
+        self.drawing = drawing
+        self.why = drawing.why
+        self._plots: Optional[Dict[tuple, Dict[str, Optional[bytes]]]] = None
+
+    def _all(self) -> Dict[tuple, Dict[str, Optional[bytes]]]:
+        if self._plots is None:
+            drawn = self.drawing.result()
+            self._plots = {} if self.why else dict(zip(self.groups, drawn))
+        return self._plots
+
+    def __getitem__(self, key: tuple) -> Dict[str, Optional[bytes]]:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
 
 
 PLOT_CAPTIONS = {
@@ -315,16 +339,56 @@ def _folded_html(s: Summary, d: str, hws: Sequence[str], limit: int) -> str:
             f"{f' (the first {MAX_FOLDED} here; all in headlines.csv)' if more > 0 else ''}.</p>" + html_table(t))
 
 
+def _figures_html(plots: Mapping[tuple, Mapping[str, Optional[bytes]]], d: str, hw: str, n_timed: int,
+                  no_plots: str) -> str:
+    """The plots of one group, each with its caption, or why it has none."""
+    kinds = plots.get((d, hw), {})
+    figs = []
+    for kind in PLOT_KINDS:
+        image = kinds.get(kind)
+        if image is None:
+            why = no_plots or ("no correct timed results to plot" if n_timed == 0
+                               else "one timed result: nothing a plot would add to its table row" if n_timed == 1
+                               else "no share of peak: the device's peak bandwidth is unknown" if kind == "peak_bw"
+                               else "no correct timed results to plot")
+            figs.append(f"<figure><figcaption>{_e(kind)}: {_e(why)}.</figcaption></figure>")
+        else:
+            figs.append(f"<figure>{_img(image, f'{d} on {hw}: {kind}')}<figcaption>{_e(PLOT_CAPTIONS[kind])}</figcaption></figure>")
+    return f'<div class="plots">{"".join(figs)}</div>'
+
+
+def _group_tables_html(lb_by: Split, frame_by: Split, best_by: Split, roof_by: Split, g: tuple) -> str:
+    """The tables of one (definition, hardware) group: solutions, the workload matrix, best per
+    workload, roofline."""
+    lb = lb_by.get(g)
+    out = ["<h4>Solutions</h4>" + _people_table(leaderboard_view(lb), lb)]
+    out.append(f"<h4>Latency ({LATENCY_UNIT_HTML}) and speedup per workload</h4>" + _matrix_html(frame_by.get(g)))
+    b = best_by.get(g)
+    bcols = [c for c in b.columns if c not in ("definition", "hardware", "workload", "batch", "max_rel_error",
+                                                  "runner_up_latency_ms", "candidates")
+             and not (c in ("speedup_vs_baseline", "samples", "tie_with", "flags") and b[c].replace("", math.nan).isna().all())]
+    out.append("<h4>Best per workload</h4>" + html_table(b, bcols))
+    r = roof_by.get(g)
+    rcols = [c for c in r.columns if c not in ("definition", "hardware", "workload", "batch")
+             and not (c in ("flops", "achieved_tflops", "peak_tflops", "pct_of_peak_flops", "flags")
+                      and r[c].replace("", math.nan).isna().all())]
+    out.append("<h4>Roofline</h4>" + html_table(r, rcols))
+    return "".join(out)
+
+
 def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]], skipped: Sequence[Mapping[str, Any]] = (),
                 title: str = "FlashInfer-Bench report", sources: Sequence[str] = (),
-                roof: Optional[pd.DataFrame] = None, max_devices: int = MAX_DEVICES, no_plots: str = "") -> str:
+                roof: Optional[pd.DataFrame] = None, max_devices: int = MAX_DEVICES, no_plots: str = "",
+                cache: Optional[PlotCache] = None) -> str:
     """The whole report as one HTML string (`roof`: roofline_table(s.frame), when already made;
-    `no_plots`: why no plot could be drawn, when none could)."""
+    `no_plots`: why no plot could be drawn, when none could; `cache`: the last report's, whose
+    groups' tables are re-used where their rows did not change). The plots go in last (see
+    GroupPlots)."""
     t = s.totals
     shown, folded = s.sections(max_devices)
     defs = list(dict.fromkeys([d for d, _ in shown] + sorted(s.frame["definition"].unique() if not s.frame.empty else [])))
     nav = "".join(f'<a href="#def-{slug(d)}">{_e(d)}</a>' for d in defs)
-    body = [f"<h1>{_e(title)}</h1>"]
+    body: List[Union[str, Callable[[], str]]] = [f"<h1>{_e(title)}</h1>"]
     if sources:
         body.append(f"<p class=muted>Dataset: {_e(', '.join(sources))}</p>")
     body.append(f'<nav><a href="#summary">Summary</a>{nav}<a href="#failures">Failures</a>'
@@ -351,6 +415,7 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
     if roof is None:
         roof = roofline_table(s.frame)
     lb_by, frame_by, best_by, roof_by = Split(s.leaderboard), Split(s.frame), Split(s.best), Split(roof)
+    timed = s.frame["timed"].tolist() if not s.frame.empty else []
     by_def: Dict[str, List[str]] = {}
     for d, hw in shown:
         by_def.setdefault(d, []).append(hw)
@@ -359,36 +424,16 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
         about = s.about.get(d, "not in the dataset any more: shown without shapes or roofline")
         body.append(f"<p class=muted>{_e(about)}</p>")
         for hw in by_def.get(d, []):
-            sub = frame_by.get((d, hw))
+            g = (d, hw)
             body.append(f'<h3 id="g-{slug(d)}--{slug(hw)}">on {_e(hw)}</h3>')
             body.append(f'<p class="headline">{_e(headline_text(s.headline(d, hw)))}</p>')
-            kinds = plots.get((d, hw), {})
-            figs = []
-            for kind in PLOT_KINDS:
-                image = kinds.get(kind)
-                if image is None:
-                    n_timed = int(sub["timed"].sum()) if not sub.empty else 0
-                    why = no_plots or ("no correct timed results to plot" if n_timed == 0
-                                       else "one timed result: nothing a plot would add to its table row" if n_timed == 1
-                                       else "no share of peak: the device's peak bandwidth is unknown" if kind == "peak_bw"
-                                       else "no correct timed results to plot")
-                    figs.append(f"<figure><figcaption>{_e(kind)}: {_e(why)}.</figcaption></figure>")
-                else:
-                    figs.append(f"<figure>{_img(image, f'{d} on {hw}: {kind}')}<figcaption>{_e(PLOT_CAPTIONS[kind])}</figcaption></figure>")
-            body.append(f'<div class="plots">{"".join(figs)}</div>')
-            lb = leaderboard_view(lb_by.get((d, hw)))
-            body.append("<h4>Solutions</h4>" + _people_table(lb, lb_by.get((d, hw))))
-            body.append(f"<h4>Latency ({LATENCY_UNIT_HTML}) and speedup per workload</h4>" + _matrix_html(sub))
-            b = best_by.get((d, hw))
-            bcols = [c for c in b.columns if c not in ("definition", "hardware", "workload", "batch", "max_rel_error",
-                                                          "runner_up_latency_ms", "candidates")
-                     and not (c in ("speedup_vs_baseline", "samples", "tie_with", "flags") and b[c].replace("", math.nan).isna().all())]
-            body.append("<h4>Best per workload</h4>" + html_table(b, bcols))
-            r = roof_by.get((d, hw))
-            rcols = [c for c in r.columns if c not in ("definition", "hardware", "workload", "batch")
-                     and not (c in ("flops", "achieved_tflops", "peak_tflops", "pct_of_peak_flops", "flags")
-                              and r[c].replace("", math.nan).isna().all())]
-            body.append("<h4>Roofline</h4>" + html_table(r, rcols))
+            n_timed = sum(1 for i in frame_by.idx.get(g, ()) if timed[i])
+            body.append(functools.partial(_figures_html, plots, d, hw, n_timed, no_plots))  # last: see GroupPlots
+            make = functools.partial(_group_tables_html, lb_by, frame_by, best_by, roof_by, g)
+            if cache is None:
+                body.append(make())
+            else:  # the same rows as in the last report: the same tables
+                body.append(cache.text(["tables", g, *(sp.values(g) for sp in (lb_by, frame_by, best_by, roof_by))], make))
         if d in folded:
             body.append(_folded_html(s, d, folded[d], max_devices))
         body.append("</section>")
@@ -400,7 +445,7 @@ def render_html(s: Summary, plots: Mapping[tuple, Mapping[str, Optional[bytes]]]
     body.append(f'<section id="notes"><h2>Notes</h2><ul>{notes}</ul></section>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><style>{CSS}</style></head><body>{''.join(body)}"
+            f"<title>{_e(title)}</title><style>{CSS}</style></head><body>{''.join(p if isinstance(p, str) else p() for p in body)}"
             f"<script>{JS}</script></body></html>\n")
 
 
@@ -506,10 +551,16 @@ def write_snakemake_report_assets(summary: Summary, plots: Mapping[tuple, Mappin
     tables/{leaderboard,best,roofline}.html (the first MAX_TABLE_ROWS rows),
     {headlines,leaderboard,matrix,best,roofline,counts}.csv (every row).
     """
-    out = Path(out_dir)
-    written: Dict[str, List[Path]] = {"plots": [], "tables": [], "csv": []}
-    plot_dir = out / "plots"
+    written = _write_table_assets(summary, out_dir, roof)
+    written["plots"] = _write_plot_assets(plots, out_dir)
+    return written
+
+
+def _write_plot_assets(plots: Mapping[tuple, Mapping[str, Optional[bytes]]], out_dir: PathLike) -> List[Path]:
+    """plots/<definition>__<hardware>__<kind>.svg; our files of groups no longer plotted removed."""
+    plot_dir = Path(out_dir) / "plots"
     plot_dir.mkdir(parents=True, exist_ok=True)  # exists even with nothing to plot: a rule's directory() output
+    written: List[Path] = []
     keep = set()
     for (d, hw), kinds in plots.items():
         for kind, image in kinds.items():
@@ -518,12 +569,19 @@ def write_snakemake_report_assets(summary: Summary, plots: Mapping[tuple, Mappin
             p = plot_dir / f"{slug(d)}__{slug(hw)}__{kind}.{EXT}"
             _write_bytes(p, image)
             keep.add(p.name)
-            written["plots"].append(p)
+            written.append(p)
     if plot_dir.is_dir():  # drop plots of groups that no longer exist, and our old PNGs (only our own file names)
         for old in plot_dir.glob("*__*__*.*"):
             stem, _, ext = old.name.rpartition(".")
             if old.name not in keep and ext in (EXT, "png") and stem.rsplit("__", 1)[-1] in PLOT_KINDS:
                 old.unlink()
+    return written
+
+
+def _write_table_assets(summary: Summary, out_dir: PathLike, roof: Optional[pd.DataFrame] = None) -> Dict[str, List[Path]]:
+    """tables/*.html and the CSVs (see write_snakemake_report_assets)."""
+    out = Path(out_dir)
+    written: Dict[str, List[Path]] = {"plots": [], "tables": [], "csv": []}
     if roof is None:
         roof = roofline_table(summary.frame)
     tables = {"leaderboard": summary.leaderboard, "best": summary.best, "roofline": roof}
@@ -624,16 +682,23 @@ def build_report(trace_set: Union[TraceSet, PathLike, Sequence[PathLike]], out_d
     sources = list(read if sources is None else sources)
     s = summary if summary is not None else summarize(ts, empty_reason=_why_empty(ts, sources))
     shown, folded = s.sections(max_devices)
-    no_plots = unavailable() if shown else ""
     out = Path(out_dir)
-    plots = {} if no_plots else _group_assets(s, shown, PlotCache(out / PLOT_CACHE) if assets else None)
-    skipped_list = not_run(ts, s.frame, [dict(x) for x in (skipped or [])], no_reason=no_reason)
-    index = out / "index.html"
-    roof = roofline_table(s.frame)
-    _write_text(index, render_html(s, plots, skipped_list, title=title, sources=sources, roof=roof, max_devices=max_devices,
-                                   no_plots=no_plots))
-    if assets:
-        write_snakemake_report_assets(s, plots, out, roof=roof)
+    cache = PlotCache(out / PLOT_CACHE) if assets else None
+    # plots that changed are drawn (in a child where it pays) while the tables and the page are made
+    plots = _group_assets(s, shown, cache)
+    with plots.drawing:
+        no_plots = plots.why
+        skipped_list = not_run(ts, s.frame, [dict(x) for x in (skipped or [])], no_reason=no_reason)
+        index = out / "index.html"
+        roof = roofline_table(s.frame)
+        if assets:
+            _write_table_assets(s, out, roof=roof)
+        _write_text(index, render_html(s, plots, skipped_list, title=title, sources=sources, roof=roof,
+                                       max_devices=max_devices, no_plots=no_plots, cache=cache))
+        if assets:
+            _write_plot_assets(plots, out)
+    if cache is not None and not no_plots:
+        cache.prune()
     return ReportResult(index=index, summary=s, skipped=skipped_list, folded=folded, max_devices=max_devices,
                         skipped_source=skipped_source, no_plots=no_plots)
 

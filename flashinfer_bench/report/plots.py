@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import io
 import math
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .units import LATENCY_UNIT_HTML, shorten
 
@@ -344,29 +344,54 @@ _VERSION: List[str] = []
 
 def _version() -> str:
     """What a cached plot depends on besides its data: this module's and units.py's code and
-    matplotlib's version."""
+    matplotlib's version (read from its installed metadata: a report whose plots all come from the
+    cache never imports matplotlib)."""
     if not _VERSION:
         import hashlib
+        from importlib import metadata
         from pathlib import Path
 
-        h = hashlib.sha256(_mpl()["matplotlib"].__version__.encode())
+        try:
+            mpl = metadata.version("matplotlib")
+        except metadata.PackageNotFoundError:  # nothing is drawn then (unavailable() says why)
+            mpl = ""
+        h = hashlib.sha256(mpl.encode())
         for f in ("plots.py", "units.py"):
             h.update((Path(__file__).parent / f).read_bytes())
         _VERSION.append(h.hexdigest()[:16])
     return _VERSION[0]
 
 
+_CODE: List[str] = []
+
+
+def _code_version() -> str:
+    """The report code and pandas version, for text() entries."""
+    if not _CODE:
+        import hashlib
+        from importlib import metadata
+        from pathlib import Path
+
+        h = hashlib.sha256(metadata.version("pandas").encode())
+        for f in sorted(Path(__file__).parent.glob("*.py")):
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+        _CODE.append(h.hexdigest()[:16])
+    return _CODE[0]
+
+
 class PlotCache:
     """Plots kept from the last report in a folder, keyed by what they are drawn from (the rows,
     the title, the plotting code): a re-run after one solution changed redraws the plots of its
-    definition only. Entries this report did not use are removed when it is done."""
+    definition only. The page's sections of tables are kept the same way (text()). Entries this
+    report did not use are removed when it is done (prune)."""
 
     def __init__(self, folder: Any):
         from pathlib import Path
 
         self.dir = Path(folder)
         self.used: set = set()
-        self.hits = self.misses = 0
+        self.hits = self.misses = 0  # plots
+        self.text_hits = self.text_misses = 0  # text()
 
     def key(self, rows: Sequence[Row], title: str) -> str:
         import hashlib
@@ -409,6 +434,35 @@ class PlotCache:
         except OSError:
             pass  # a cache that cannot be written only costs the next report its time
 
+    def text(self, parts: Any, make: Callable[[], str]) -> str:
+        """make(), or what it returned in the last report for the same `parts`, which name
+        everything it reads (a page section: its group and tables' rows), under the same report
+        code (every module of flashinfer_bench/report) and pandas."""
+        import hashlib
+        import json
+        import os
+
+        blob = json.dumps([_code_version(), parts], default=str).encode()
+        key = hashlib.sha256(blob).hexdigest()[:32]
+        self.used.add(key)
+        path = self.dir / f"{key}.html"
+        try:
+            out = path.read_text(encoding="utf-8")
+            self.text_hits += 1
+            return out
+        except (OSError, ValueError):
+            pass
+        out = make()
+        self.text_misses += 1
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.dir / f".{key}.html.{os.getpid()}.tmp"
+            tmp.write_text(out, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # as in put()
+        return out
+
     def prune(self) -> None:
         if not self.dir.is_dir():
             return
@@ -425,6 +479,15 @@ GROUPS_PER_PROC = 8
 MAX_PROCS = 8
 
 
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _procs(n_groups: int) -> int:
     """Processes to draw `n_groups` groups' plots with: the usable cores (at most MAX_PROCS, at
     most one per GROUPS_PER_PROC groups), or FIB_REPORT_PLOT_PROCS; 1 without fork."""
@@ -435,62 +498,129 @@ def _procs(n_groups: int) -> int:
         return max(1, min(int(env), n_groups))
     if n_groups < PARALLEL_MIN_GROUPS or not hasattr(os, "fork"):
         return 1
+    return max(1, min(_cores(), MAX_PROCS, n_groups // GROUPS_PER_PROC))
+
+
+def _core_idle() -> bool:
+    """Whether one drawing process should be a child beside the caller rather than the caller
+    itself: where a core is idle (load average at least one below the usable cores), so that the
+    plots cost no wall time; not on a busy machine, where a child only adds its own cost (~10%
+    more CPU for the same plots: the fork, pages copied on write on both sides); never when
+    FIB_REPORT_PLOT_PROCS says how many processes draw."""
+    import os
+
+    if os.environ.get("FIB_REPORT_PLOT_PROCS", "").strip() or not hasattr(os, "fork"):
+        return False
     try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_PROCS, n_groups // GROUPS_PER_PROC))
+        return _cores() - os.getloadavg()[0] >= 1.0
+    except OSError:
+        return False
 
 
 def _warm_up() -> None:
-    """Import matplotlib, make the templates of log-x plots and load the fonts (one small plot)."""
+    """Import matplotlib, load the fonts (one small plot) and make every template."""
     group_plots([{"workload": w, "workload_label": w, "solution": "s", "batch": float(b), "batch_axis": "b",
                   "timed": True, "latency_ms": 1.0, "reference_latency_ms": 1.0, "speedup": 1.0, "pct_of_peak_bw": 1.0}
                  for w, b in (("a", 1), ("b", 2))], "warm-up")
+    with _mpl()["matplotlib"].rc_context(RC):
+        for xlog in (True, False):
+            for ylog in (True, False):
+                _template(xlog, ylog)
 
 
 def _draw_chunk(jobs: Sequence[Tuple[Sequence[Row], str]]) -> List[Dict[str, Optional[bytes]]]:
     return [group_plots(rows, title) for rows, title in jobs]
 
 
+# a pool that cannot start or lost a child (a daemon process, limits): the plots are drawn here instead
+_NO_CHILDREN = (OSError, RuntimeError, AssertionError, ImportError)
+
+
+class Drawing:
+    """The plots of `jobs` (rows, title), on their way: those in `cache` at once; the others drawn
+    in child processes started here while the caller goes on (the report renders its tables
+    meanwhile) when there are many (_procs) or when a core is idle (_core_idle), else by the
+    caller in result(), which returns them all. matplotlib is imported only when a plot must be
+    drawn; `why` says why none can be ("" when they can). A context manager: leaving it waits
+    for the children."""
+
+    def __init__(self, jobs: Sequence[Tuple[Sequence[Row], str]], cache: Optional[PlotCache] = None):
+        self.jobs = [(records(rows), title) for rows, title in jobs]
+        self.cache = cache
+        self.out: List[Optional[Dict[str, Optional[bytes]]]] = [None] * len(self.jobs)
+        self.keys: Dict[int, str] = {}
+        self.todo: List[int] = []
+        for i, (rows, title) in enumerate(self.jobs):
+            if cache is not None:
+                self.keys[i] = cache.key(rows, title)
+                hit = cache.get(self.keys[i])
+                if hit is not None:
+                    self.out[i] = hit
+                    continue
+            self.todo.append(i)
+        self.why = unavailable() if self.todo else ""
+        self._pool: Any = None
+        self._parts: List[Tuple[List[int], Any]] = []
+        self._done = False
+        procs = _procs(len(self.todo)) if self.todo and not self.why else 0
+        if procs > 1 or (procs == 1 and _core_idle()):
+            self._start(procs)
+
+    def _start(self, procs: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            if procs > 1:
+                _warm_up()  # matplotlib imported, templates made and fonts loaded once here, not in every child
+            self._pool = ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork"))
+            for k in range(procs):
+                chunk = self.todo[k::procs]
+                self._parts.append((chunk, self._pool.submit(_draw_chunk, [self.jobs[i] for i in chunk])))
+        except _NO_CHILDREN:
+            self.close()
+            self._parts = []
+
+    def result(self) -> List[Dict[str, Optional[bytes]]]:
+        """Every job's plots by kind, in order ({} for all of them when `why`)."""
+        if self.why:
+            return [{} for _ in self.jobs]
+        if not self._done:
+            drawn: Dict[int, Dict[str, Optional[bytes]]] = {}
+            try:
+                for chunk, future in self._parts:
+                    drawn.update(zip(chunk, future.result()))
+            except _NO_CHILDREN:
+                drawn = {}
+            finally:
+                self.close()
+            rest = [i for i in self.todo if i not in drawn]
+            drawn.update(zip(rest, _draw_chunk([self.jobs[i] for i in rest])))
+            for i in self.todo:
+                self.out[i] = drawn[i]
+                if self.cache is not None:
+                    self.cache.put(self.keys[i], drawn[i])
+            self._done = True
+        return [r if r is not None else {} for r in self.out]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "Drawing":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
 def draw_groups(jobs: Sequence[Tuple[Sequence[Row], str]], cache: Optional[PlotCache] = None) -> List[Dict[str, Optional[bytes]]]:
     """group_plots for every (rows, title) of `jobs`, in order: from `cache` where it has them,
-    the rest drawn in several processes when there are many (matplotlib draws on one core; a
-    report of many definitions and devices spreads over the free ones)."""
-    jobs = [(records(rows), title) for rows, title in jobs]
-    out: List[Optional[Dict[str, Optional[bytes]]]] = [None] * len(jobs)
-    todo: List[int] = []
-    keys: Dict[int, str] = {}
-    for i, (rows, title) in enumerate(jobs):
-        if cache is not None:
-            keys[i] = cache.key(rows, title)
-            hit = cache.get(keys[i])
-            if hit is not None:
-                out[i] = hit
-                continue
-        todo.append(i)
-    procs = _procs(len(todo))
-    drawn: List[Dict[str, Optional[bytes]]] = []
-    if procs > 1:
-        try:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            _warm_up()  # matplotlib imported, templates made and fonts loaded once here, not in every process
-            chunks = [todo[k::procs] for k in range(procs)]
-            with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("fork")) as ex:
-                parts = list(ex.map(_draw_chunk, [[jobs[i] for i in c] for c in chunks]))
-            by_index = {i: r for c, part in zip(chunks, parts) for i, r in zip(c, part)}
-            drawn = [by_index[i] for i in todo]
-        except (OSError, RuntimeError, AssertionError, ImportError):  # no children here (a daemon process, limits)
-            drawn = []
-    if len(drawn) != len(todo):
-        drawn = _draw_chunk([jobs[i] for i in todo])
-    for i, r in zip(todo, drawn):
-        out[i] = r
-        if cache is not None:
-            cache.put(keys[i], r)
-    return [r if r is not None else {} for r in out]
+    the rest drawn in child processes (several when there are many: matplotlib draws on one core;
+    a report of many definitions and devices spreads over the free ones). See Drawing."""
+    with Drawing(jobs, cache) as d:
+        return d.result()
 
 
 def cached_group_plots(sub: Rows, title: str, cache: Optional[PlotCache] = None) -> Dict[str, Optional[bytes]]:
