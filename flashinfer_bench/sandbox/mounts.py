@@ -12,8 +12,9 @@ process's own (and its children's), dies with them, and changes nothing the host
 * the writable places: bind mounts of themselves, made writable again (mounts made here are not
   locked, unlike those inherited from the parent namespace).
 * scratch: a tmpfs of `scratch_bytes` and `scratch_inodes` (a hard quota on bytes and files; it
-  is gone when the last process of the namespace is, so nothing to clean). Its pages are memory:
-  the supervisor counts them with the runner's (`bench/sandbox/supervise.py`).
+  is gone when the last process of the namespace is, so nothing to clean), in huge pages where a
+  file covers them (`huge=within_size`, when the kernel has them). Its pages are memory: the
+  supervisor counts them with the runner's (`bench/sandbox/supervise.py`).
 * /proc: a new procfs mount when the caller is in a pid namespace of its own: the host's
   processes (their command lines, environments, open files) are not there to be read.
 
@@ -98,8 +99,16 @@ def apply(
         s = str(Path(scratch).resolve())
         if scratch_bytes > 0:
             opts = f"size={scratch_bytes},mode=0700" + (f",nr_inodes={scratch_inodes}" if scratch_inodes > 0 else "")
-            _mount("fib-scratch", s, "tmpfs", MS_NOSUID | MS_NODEV, opts)
-            done["scratch_tmpfs"] = {"bytes": scratch_bytes, "inodes": scratch_inodes}
+            # huge pages for files that cover them: the supervisor's witness maps its inputs from
+            # here, and mapping 36 MiB cost 2.4 ms in 4 KiB pages, 0.03 ms in 2 MiB ones (a
+            # kernel without shmem huge pages refuses the option: then without)
+            try:
+                _mount("fib-scratch", s, "tmpfs", MS_NOSUID | MS_NODEV, opts + ",huge=within_size")
+                huge = "within_size"
+            except OSError:
+                _mount("fib-scratch", s, "tmpfs", MS_NOSUID | MS_NODEV, opts)
+                huge = "never"
+            done["scratch_tmpfs"] = {"bytes": scratch_bytes, "inodes": scratch_inodes, "huge": huge}
         else:
             _mount(s, s, None, MS_BIND | MS_REC)
         rw.append(s)

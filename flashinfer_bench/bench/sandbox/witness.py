@@ -54,7 +54,14 @@ ABS_MS_GPU = 0.05
 # times the claim: that share's noise alone exceeds the slack (flagged witness_unresolved)
 RESOLUTION = 5.0
 UNRESOLVED_MS = 5.0
-MAX_BYTES = 48 << 20  # inputs and outputs of one round, as bytes
+MAX_BYTES = 48 << 20  # inputs and outputs of one round, as bytes (GPU)
+# CPU: mapped, not copied, so large inputs cost little to hand over; also at most a quarter of the
+# runners' scratch (the reference runner holds the inputs, the solution's outputs and the null's)
+MAX_BYTES_CPU = 512 << 20
+# CPU: a round's calls: enough claimed time to resolve (ROUND_MS; fewer calls for slow kernels)
+# and, beyond one call, no more than ROUND_BYTES of inputs and outputs (making them costs)
+ROUND_MS = 2.0
+ROUND_BYTES = 8 << 20
 NULL_TTL_S = 600.0
 
 
@@ -64,20 +71,27 @@ def enabled() -> bool:
 
 # ----------------------------------------------------------------------------- runner side
 # Inputs and outputs travel as raw files in a directory of the runner's scratch that the
-# supervisor made for this round (JSON carries only their dtype and shape): no encoding cost in
-# the measured interval that a solution could shave, and nothing to read before the supervisor
-# puts the files there (after it took the first reading of the runner's CPU time).
+# supervisor made for this round (JSON carries only their dtype, shape and place): no encoding
+# cost in the measured interval that a solution could shave, and nothing to read before the
+# supervisor puts the files there (after it took the first reading of the runner's CPU time).
+# A file is mapped, not copied: the tensors are views of the mapping, populated at once (on the
+# scratch tmpfs, in 2 MiB pages where the kernel has them), so handing over a call's inputs costs
+# about the same at 36 MiB as at 36 KiB and the harness's share of a call no longer hides the
+# solution's (an honest fp8 MoE call of 0.4 ms sat beside ~16 ms of copying its expert weights).
+ALIGN = 64  # a tensor starts at a multiple of this in its file (a cache line, as torch allocates)
+
+
 def _scratch() -> str:
     return os.environ.get("FIB_SANDBOX_SCRATCH") or os.getcwd()
 
 
 def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
-    """Write the tensors of `rows` (a list per call) into one file, back to back; their dtype,
-    shape and place in it (scalars inline) as the rows' description."""
+    """Write the tensors of `rows` (a list per call) into one new file, each at an ALIGN-ed
+    offset; their dtype, shape and place in it (scalars inline) as the rows' description."""
     import torch
 
     meta: List[List[Dict[str, Any]]] = []
-    chunks: List[Any] = []
+    chunks: List[Tuple[int, Any]] = []
     off = 0
     name = os.path.basename(path)
     for row in rows:
@@ -87,39 +101,52 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
                 out.append({"scalar": t if isinstance(t, (int, float, bool)) or t is None else repr(t)})
                 continue
             c = t.detach().to("cpu").contiguous()
-            raw = c.reshape(-1).view(torch.uint8).numpy() if c.numel() else b""
-            n = len(raw)
-            chunks.append(raw)
+            n = c.numel() * c.element_size()
+            off = -(-off // ALIGN) * ALIGN
+            if n:
+                chunks.append((off, c))
             out.append({"dtype": str(c.dtype).replace("torch.", ""), "shape": list(c.shape), "file": name,
                         "offset": off, "nbytes": n})
             off += n
         meta.append(out)
-    with open(path, "wb") as f:
-        for ch in chunks:
-            f.write(memoryview(ch) if not isinstance(ch, bytes) else ch)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.ftruncate(fd, off)  # its final size first: the tmpfs gives it huge pages (huge=within_size)
+        for at, c in chunks:
+            view = memoryview(c.reshape(-1).view(torch.uint8).numpy())
+            done = 0
+            while done < len(view):
+                done += os.pwrite(fd, view[done:], at + done)
+    finally:
+        os.close(fd)
     return meta
 
 
-def _read_file(folder: str, name: str) -> bytearray:
+def _map_file(folder: str, name: str) -> Any:
+    """`folder/name` mapped shared and populated now (no copy; a link or special file refused)."""
+    import mmap
     import stat
 
     if "/" in name or name.startswith("."):
         raise ValueError("bad file entry")
-    fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise ValueError("not a regular file")
-        data = bytearray(f.read(MAX_BYTES + 1))
-    if len(data) > MAX_BYTES:
-        raise ValueError("file too large")
-    return data
+        if st.st_size == 0:
+            return bytearray()
+        return mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
 
 
 def _load_all(meta: List[List[Dict[str, Any]]], folder: str, device: Any) -> List[List[Any]]:
-    """The rows `_save_all` described, read back (one read per file)."""
+    """The rows `_save_all` described: views of the mapped file (one mapping per file)."""
     import torch
 
-    files: Dict[str, bytearray] = {}
+    files: Dict[str, Any] = {}
     rows = []
     for row in meta:
         out = []
@@ -133,12 +160,13 @@ def _load_all(meta: List[List[Dict[str, Any]]], folder: str, device: Any) -> Lis
             if not isinstance(dtype, torch.dtype):
                 raise ValueError(f"unknown dtype {d.get('dtype')!r}")
             shape = [int(x) for x in d.get("shape") or []]
-            n = (math.prod(shape) if shape else 1) * torch.empty((), dtype=dtype).element_size()
+            size = torch.empty((), dtype=dtype).element_size()
+            n = (math.prod(shape) if shape else 1) * size
             name, off = str(d.get("file")), int(d.get("offset", -1))
             if name not in files:
-                files[name] = _read_file(folder, name)
+                files[name] = _map_file(folder, name)
             buf = files[name]
-            if off < 0 or int(d.get("nbytes", -1)) != n or off + n > len(buf):
+            if off < 0 or off % size or int(d.get("nbytes", -1)) != n or off + n > len(buf):
                 raise ValueError("bytes do not match the shape and dtype")
             t = torch.frombuffer(buf, dtype=torch.uint8, count=n, offset=off).view(dtype).reshape(shape) if n else \
                 torch.empty(shape, dtype=dtype)
@@ -172,7 +200,7 @@ def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) 
     """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch."""
     ev = _eval_run(state, request)
     made = [_make(ev, seed, i) for i in range(k)]
-    state._witness_made = (seed, [[x.clone() if hasattr(x, "clone") else x for x in row] for row in made])
+    state._witness_made = (seed, made)  # the check's pristine inputs (only files leave this process)
     return {"status": "OK", "inputs": _save_all(made, os.path.join(_folder(folder), "inputs.bin"))}
 
 
@@ -230,7 +258,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     ref = state.reference(ev.definition)
     try:
         all_outs = _load_all(calls, _folder(folder), ev.device)
-    except (ValueError, TypeError, KeyError, OSError) as e:
+    except (ValueError, TypeError, KeyError, OSError, RuntimeError) as e:
         return {"status": "OK", "bad": [f"unreadable outputs ({e})"]}
     kept = getattr(state, "_witness_made", None)
     made = kept[1] if kept is not None and kept[0] == seed and len(kept[1]) == len(all_outs) else None
@@ -258,11 +286,21 @@ def _usage_file(handle: Any) -> Optional[str]:
     return f if isinstance(f, str) else None
 
 
-def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = False,
-              before_send: Optional[Any] = None) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
+def _scratch_bytes(handle: Any) -> Optional[int]:
+    """The byte quota of a runner's scratch tmpfs (None: no tmpfs, a directory on disk)."""
+    mounts = (((handle.ready or {}).get("confine") or {}).get("notes") or {}).get("mounts")
+    tmpfs = mounts.get("scratch_tmpfs") if isinstance(mounts, dict) else None
+    n = tmpfs.get("bytes") if isinstance(tmpfs, dict) else None
+    return int(n) if isinstance(n, int) and n > 0 else None
+
+
+def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = False, before_send: Optional[Any] = None,
+              after_reply: Optional[Any] = None) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
     """Send `msg` to a runner and wait for its sealed reply: (result, (wall ms, CPU ms), why-not).
     CPU ms: the CPU time of the runner's cgroup when `cpu` (and it has one), else the wall time.
-    `before_send()` runs after the first CPU reading (it hands the runner its inputs)."""
+    `before_send()` runs after the first CPU reading (it hands the runner its inputs),
+    `after_reply()` before the last (it takes the outputs away: work the runner does on them
+    until then is counted)."""
     from ...sandbox.cgroup import cpu_ns
     from ..protocol import ConnectionClosed, recv_msg, send_msg
     from . import channel
@@ -280,6 +318,12 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
         return None, (0.0, 0.0), "timeout"
     except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
         return None, (0.0, 0.0), f"{type(e).__name__}: {e}"
+    late = ""
+    if after_reply is not None:
+        try:
+            after_reply()
+        except OSError as e:
+            late = f"{type(e).__name__}: {e}"
     wall = (time.perf_counter() - t0) * 1e3
     c1 = cpu_ns(usage)
     ms = (wall, (c1 - c0) / 1e6 if c0 is not None and c1 is not None else wall)
@@ -287,6 +331,8 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
     if result is None:
         return None, ms, why
     handle.seq = int(reply.get("seq", handle.seq)) if handle.key is not None else handle.seq
+    if late:
+        result = {**result, "late_error": late}
     return result, ms, ""
 
 
@@ -308,31 +354,47 @@ class _Folder:
             os.close(base)
         self._base = f"/proc/{pid}/root{scratch}"
 
-    def write(self, name: str, data: bytes) -> None:
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=self.fd)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-
-    def read(self, name: str, limit: int) -> bytes:
+    def copy_file(self, name: str, other: "_Folder", limit: int) -> None:
+        """`name` of this folder into `other`, copied by the kernel (sendfile: no pass through
+        this process), the copy sized first so that the tmpfs gives it huge pages."""
         import stat
 
         if "/" in name or name.startswith("."):
             raise OSError("bad file name")
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        try:
+            st = os.fstat(src)
+            if not stat.S_ISREG(st.st_mode):
                 raise OSError("not a regular file")
-            data = f.read(limit + 1)
-        if len(data) > limit:
-            raise OSError("file too large")
-        return data
+            if st.st_size > limit:
+                raise OSError(f"file too large ({st.st_size} bytes)")
+            dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=other.fd)
+            try:
+                os.fchmod(dst, 0o666)  # the runner maps it writable, whatever user it is in its namespace
+                os.ftruncate(dst, st.st_size)
+                done = 0
+                while done < st.st_size:
+                    n = os.sendfile(dst, src, done, st.st_size - done)
+                    if n <= 0:
+                        raise OSError("the file shrank while it was copied")
+                    done += n
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
 
-    def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]]) -> None:
+    def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]], limit: int) -> None:
         names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
         if len(names) > 1:
             raise OSError("more than one data file")
         for name in names:
-            other.write(name, self.read(name, MAX_BYTES))
+            self.copy_file(name, other, limit)
+
+    def unlink(self, name: str) -> None:
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            pass
 
     def remove(self) -> None:
         try:
@@ -351,8 +413,26 @@ class _Folder:
             pass  # the runner's scratch goes with the runner
 
 
-def _k_for(request: Dict[str, Any]) -> int:
-    """Calls per round: K_CALLS, fewer when inputs and outputs are large (MAX_BYTES a round)."""
+def _file_limit(handle: Any) -> Optional[int]:
+    """The largest file a runner may write (its RLIMIT_FSIZE; None: unknown or unlimited)."""
+    fsize = ((((handle.ready or {}).get("confine") or {}).get("rlimits") or {}).get("fsize") or {}).get("soft")
+    return int(fsize) if isinstance(fsize, int) and fsize > 0 else None
+
+
+def _round_bytes(device: str, runners: List[Any]) -> int:
+    """The most bytes of inputs and outputs one round may hand over: MAX_BYTES on a GPU, on a CPU
+    MAX_BYTES_CPU and a quarter of the smaller scratch tmpfs (the reference runner holds the
+    inputs, the solution's outputs and the null call's); never more than the runners may write
+    into one file (the inputs of a round are one file)."""
+    limits = [MAX_BYTES if device != "cpu" else MAX_BYTES_CPU]
+    if device == "cpu":
+        limits += [q // 4 for q in (_scratch_bytes(h) for h in runners) if q is not None]
+    limits += [f for f in (_file_limit(h) for h in runners) if f is not None]
+    return min(limits)
+
+
+def _call_bytes(request: Dict[str, Any]) -> Optional[int]:
+    """Bytes of one call's inputs and outputs (None: unknown)."""
     from ...data import Definition
 
     try:
@@ -361,9 +441,24 @@ def _k_for(request: Dict[str, Any]) -> int:
         per_call = 0
         for specs, shapes in ((d.inputs, d.input_shapes_by_name(axes)), (d.outputs, d.output_shapes_by_name(axes))):
             per_call += sum(math.prod(shapes.get(n) or ()) * spec.dtype.bits for n, spec in specs.items()) // 8
-    except Exception:  # noqa: BLE001 - sizes unknown: the default
-        return K_CALLS
-    return int(min(K_CALLS, MAX_BYTES // max(1, per_call)))
+    except Exception:  # noqa: BLE001 - sizes unknown: the caller's default
+        return None
+    return per_call
+
+
+def _k_for(request: Dict[str, Any], claim: Optional[float], device: str, max_bytes: int) -> int:
+    """Calls per round: K_CALLS, fewer when inputs and outputs are large (`max_bytes` a round;
+    0: one call is over it) and, on a CPU, fewer when a call is slow (ROUND_MS of claimed time a
+    round resolves it; a forged, shorter claim only gets more calls) or its data large
+    (ROUND_BYTES)."""
+    per_call = _call_bytes(request)
+    k = K_CALLS if per_call is None else int(min(K_CALLS, max_bytes // max(1, per_call)))
+    if device == "cpu" and k > 1:
+        if claim is not None and claim > 0:
+            k = min(k, max(1, math.ceil(ROUND_MS / claim)))
+        if per_call:  # making large inputs is most of a round's cost (~10 ms a MiB here)
+            k = min(k, max(1, ROUND_BYTES // per_call))
+    return k
 
 
 def _set_status(result: Dict[str, Any], status: str, message: str, flag: str) -> None:
@@ -385,6 +480,96 @@ def _flag(result: Dict[str, Any], flag: str, note: str, suspect: bool = True) ->
         extra["suspect"] = True
 
 
+class _Abort(Exception):
+    """The witness cannot go on: (flag or 'failed', why)."""
+
+    def __init__(self, kind: str, why: str) -> None:
+        super().__init__(why)
+        self.kind, self.why = kind, why
+
+
+class _Witness:
+    """One verification: the rounds, the null call, the numbers they gave (see `verify`)."""
+
+    def __init__(self, sup: Any, r: Any, rr: Any, request: Dict[str, Any], k: int, cpu: bool, timeout: float,
+                 max_bytes: int) -> None:
+        self.sup, self.r, self.rr, self.k, self.cpu, self.timeout, self.max_bytes = sup, r, rr, k, cpu, timeout, max_bytes
+        self.request = request
+        self.ref_request = {key: v for key, v in request.items() if key != "build"}
+        self.costs: List[Tuple[float, float]] = []  # (wall ms, CPU ms) of each round's k calls
+        self.nulls: List[Tuple[float, float]] = []
+        self.bad: List[str] = []
+        self.parts: Dict[str, float] = {}  # wall ms of the witness's own steps
+        self._null_ready = False
+
+    def _timed(self, part: str, handle: Any, msg: Dict[str, Any], **kw: Any) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
+        t = time.perf_counter()
+        try:
+            return _exchange(handle, msg, self.timeout, **kw)
+        finally:
+            self.parts[part] = self.parts.get(part, 0.0) + (time.perf_counter() - t) * 1e3
+
+    def prepare(self) -> None:
+        res, _, why = self._timed("prepare", self.r, {"type": "witness_prepare", "request": self.request, "mode": "solution"})
+        if res is None or res.get("status") != "OK":
+            raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
+
+    def round(self, with_null: bool) -> None:
+        """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
+        the reference runner; the null call on the same inputs when `with_null`."""
+        seed = int.from_bytes(os.urandom(8), "big") >> 2
+        folders: List[_Folder] = []
+        try:
+            fr = _Folder(self.rr)
+            folders.append(fr)
+            fs = _Folder(self.r)
+            folders.append(fs)
+        except OSError as e:
+            for f in folders:
+                f.remove()
+            raise _Abort("unwitnessed", f"no scratch folder for the witness ({e})") from e
+        try:
+            made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
+                                                           "seed": seed, "k": self.k, "folder": fr.name})
+            if made is None or made.get("status") != "OK":
+                raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
+            # the CPU time from before the inputs exist in its scratch until its outputs are out of it
+            res, ms, why = self._timed(
+                "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name}, cpu=self.cpu,
+                before_send=lambda: fr.copy_to(fs, made["inputs"], self.max_bytes),
+                after_reply=lambda: fs.copy_file("outputs.bin", fr, self.max_bytes))
+            calls = res.get("calls") if isinstance(res, dict) else None
+            if res is None or res.get("status") != "OK" or not isinstance(calls, list) or len(calls) != self.k:
+                raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
+            self.costs.append(ms)
+            names = {str(e.get("file")) for row in calls for e in row if isinstance(e, dict) and "file" in e}
+            if res.get("late_error") or not names <= {"outputs.bin"}:
+                self.bad.append(f"outputs not readable: {res.get('late_error') or sorted(names)}")
+                return
+            verdict, _, why = self._timed("check", self.rr, {"type": "witness_check", "request": self.ref_request,
+                                                             "seed": seed, "calls": calls, "folder": fr.name})
+            if verdict is None or verdict.get("status") != "OK":
+                raise _Abort("unwitnessed", f"the reference runner could not check the witness outputs ({why or verdict})")
+            self.bad += list(verdict.get("bad") or [])
+            if with_null and not self.bad:
+                self._null(fr, made["inputs"])
+        finally:
+            for f in folders:
+                f.remove()
+
+    def _null(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
+        """The harness's share: the same request to the reference runner with a null call (the
+        zero outputs, no call) on the same inputs file."""
+        if not self._null_ready:
+            prep, _, _ = self._timed("null", self.rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"})
+            self._null_ready = prep is not None and prep.get("status") == "OK"
+        if self._null_ready:
+            fr.unlink("outputs.bin")  # the solution's, already checked
+            nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name}, cpu=self.cpu)
+            if nres is not None and nres.get("status") == "OK":
+                self.nulls.append(nms)
+
+
 def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
     """Check a PASSED `result` of runner `r` (see the module docstring); changes `result` in place
     when it does not stand. `sup` is the worker's Supervisor (its reference runner)."""
@@ -397,112 +582,90 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     rr = _reference_runner(sup)
     if rr is None:
         return _flag(result, "unwitnessed", "the reference runner could not be started: not witnessed", False)
-    k = _k_for(request)
-    if k < 2:
-        return _flag(result, "unwitnessed", "inputs and outputs too large to copy for a witness", False)
+    extra = result.setdefault("extra", {})
+    lat = (result.get("performance") or {}).get("latency_ms")
+    host = extra.get("host_ms") if device != "cpu" else None
+    claims = [x for x in (lat, host) if isinstance(x, (int, float)) and math.isfinite(x)]
+    claim = max(claims) if claims else None
+    max_bytes = _round_bytes(device, [r, rr])
+    k = _k_for(request, claim, device, max_bytes)
+    if k < 1:
+        return _flag(result, "unwitnessed", f"one call's inputs and outputs are over the witness's {max_bytes >> 20} MiB "
+                     f"a round: not witnessed", False)
     cpu = device == "cpu" and _usage_file(r) is not None and _usage_file(rr) is not None
-    ref_request = {key: v for key, v in request.items() if key != "build"}
-
-    def failed(what: str) -> None:
-        _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did not "
-                    f"complete ({what}); the result is not trusted", "witness_failed")
-        result["healthy"] = False
-        result["unhealthy_reason"] = "the witness calls failed"
-
-    res, _, why = _exchange(r, {"type": "witness_prepare", "request": request, "mode": "solution"}, timeout)
-    if res is None or res.get("status") != "OK":
-        return failed((why or res.get("message")) if isinstance(res, dict) else why)
-    costs: List[Tuple[float, float]] = []
-    null_key = hashlib.sha256(json.dumps([ref_request.get("definition"), ref_request.get("workload"),
+    slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
+    clock = 1 if cpu else 0
+    w = _Witness(sup, r, rr, request, k, cpu, timeout, max_bytes)
+    null_key = hashlib.sha256(json.dumps([w.ref_request.get("definition"), w.ref_request.get("workload"),
                                           cfg.get("inputs"), k, cpu], sort_keys=True, default=str).encode()).hexdigest()
     null_cache = sup.__dict__.setdefault("_witness_null", {})
     hit = null_cache.get(null_key)
     cached_null = hit[1] if hit is not None and time.monotonic() - hit[0] < NULL_TTL_S else None
-    nulls: List[Tuple[float, float]] = [cached_null] if cached_null is not None else []
-    bad: List[str] = []
-    null_ready = False
-    for _ in range(ROUNDS):
-        seed = int.from_bytes(os.urandom(8), "big") >> 2
-        folders: List[_Folder] = []
-        try:
-            fr, fs = _Folder(rr), _Folder(r)
-            folders = [fr, fs]
-        except OSError as e:
-            for f in folders:
-                f.remove()
-            return _flag(result, "unwitnessed", f"no scratch folder for the witness ({e})", False)
-        try:
-            made, _, why = _exchange(rr, {"type": "witness_inputs", "request": ref_request, "seed": seed, "k": k,
-                                          "folder": fr.name}, timeout)
-            if made is None or made.get("status") != "OK":
-                return _flag(result, "unwitnessed", f"the reference runner could not make witness inputs ({why or made})", False)
-            res, ms, why = _exchange(r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name}, timeout, cpu,
-                                     before_send=lambda: fr.copy_to(fs, made["inputs"]))
-            calls = res.get("calls") if isinstance(res, dict) else None
-            if res is None or res.get("status") != "OK" or not isinstance(calls, list) or len(calls) != k:
-                return failed((why or res.get("message")) if isinstance(res, dict) else why)
-            costs.append(ms)
-            try:
-                fs.copy_to(fr, calls)
-            except (OSError, TypeError) as e:
-                bad.append(f"outputs not readable: {e}")
-                continue
-            verdict, _, why = _exchange(rr, {"type": "witness_check", "request": ref_request, "seed": seed, "calls": calls,
-                                             "folder": fr.name}, timeout)
-            if verdict is None or verdict.get("status") != "OK":
-                return _flag(result, "unwitnessed", f"the reference runner could not check the witness outputs ({why or verdict})", False)
-            bad += list(verdict.get("bad") or [])
-            if cached_null is None and not null_ready:
-                prep, _, _ = _exchange(rr, {"type": "witness_prepare", "request": ref_request, "mode": "null"}, timeout)
-                null_ready = prep is not None and prep.get("status") == "OK"
-            if cached_null is None and null_ready:
-                nres, nms, _ = _exchange(rr, {"type": "witness", "inputs": made["inputs"], "folder": fr.name}, timeout, cpu)
-                if nres is not None and nres.get("status") == "OK":
-                    nulls.append(nms)
-        finally:
-            for f in folders:
-                f.remove()
+
+    def par() -> float:
+        # the parallelism the solution showed in its rounds (CPU time over wall time: a solution
+        # that spreads a call over threads spends more CPU time than its latency)
+        return max(1.0, max((c[1] / c[0] for c in w.costs if c[0] > 0), default=1.0)) if cpu else 1.0
+
+    def bound() -> float:
+        return slack * claim * par() + abs_ms if claim is not None else math.inf
+
+    decided_by = "rounds"
+    try:
+        w.prepare()
+        for i in range(max(1, ROUNDS)):
+            # the first round decides when its raw time per call (the harness's share included)
+            # is already within the bound: more rounds and the null call could only lower it
+            w.round(with_null=i > 0 and cached_null is None)
+            if w.bad:
+                break
+            if min(c[clock] for c in w.costs) / k <= bound():
+                decided_by = "raw" if i == 0 else decided_by
+                break
+        if not w.bad and decided_by == "rounds" and cached_null is None and not w.nulls:
+            w.round(with_null=True)  # ROUNDS=1: the null call still has to be measured
+    except _Abort as e:
+        if e.kind == "failed":
+            _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did "
+                        f"not complete ({e.why}); the result is not trusted", "witness_failed")
+            result["healthy"] = False
+            result["unhealthy_reason"] = "the witness calls failed"
+            return
+        return _flag(result, e.kind, e.why, False)
+    nulls = [cached_null] if cached_null is not None else w.nulls
     if nulls and cached_null is None:
         null_cache[null_key] = (time.monotonic(), (min(n[0] for n in nulls), min(n[1] for n in nulls)))
-    extra = result.setdefault("extra", {})
+    raw = min(c[clock] for c in w.costs) / k
+    null_per_call = min(n[clock] for n in nulls) / k if nulls and decided_by == "rounds" else None
     # the fastest round minus the fastest null round, per call; on a CPU in the cgroup's CPU time
-    # (immune to other load on the machine), allowing for the parallelism the solution showed in
-    # its rounds (CPU time over wall time: a solution that spreads a call over threads spends
-    # more CPU time than its latency); on a GPU in wall time
-    clock = 1 if cpu else 0
-    est = (min(c[clock] for c in costs) - min(n[clock] for n in nulls)) / k if nulls else None
-    par = max(1.0, max((c[1] / c[0] for c in costs if c[0] > 0), default=1.0)) if cpu else 1.0
-    extra["witness"] = {"calls": ROUNDS * k, "clock": "cgroup_cpu" if cpu else "wall",
-                        "round_ms": [[round(x, 4) for x in c] for c in costs],
-                        "null_ms": round(min(n[clock] for n in nulls), 4) if nulls else None,
-                        "est_ms": None if est is None else round(est, 5), "parallelism": round(par, 2),
-                        "bad_calls": len(bad), "seconds": round(time.perf_counter() - t_start, 3)}
-    if bad:
+    # (immune to other load on the machine), on a GPU in wall time; a round that passed with the
+    # harness's share left in needs no null
+    est = raw - null_per_call if null_per_call is not None else (raw if decided_by == "raw" else None)
+    extra["witness"] = {"calls": len(w.costs) * k, "k": k, "clock": "cgroup_cpu" if cpu else "wall",
+                        "round_ms": [[round(x, 4) for x in c] for c in w.costs],
+                        "null_ms": round(null_per_call * k, 4) if null_per_call is not None else None,
+                        "est_ms": None if est is None else round(est, 5), "parallelism": round(par(), 2),
+                        "decided_by": decided_by, "bad_calls": len(w.bad),
+                        "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
+                        "seconds": round(time.perf_counter() - t_start, 3)}
+    if w.bad:
         _set_status(result, "INCORRECT_NUMERICAL", (
-            f"witness_wrong: {len(bad)} of {ROUNDS * k} calls the supervisor made on inputs drawn after the evaluation, "
-            f"checked in the reference runner, were wrong (the runner's own checks had passed: they are not "
-            f"trusted): " + "; ".join(str(b) for b in bad[:3])), "witness_wrong")
+            f"witness_wrong: {len(w.bad)} of {len(w.costs) * k} calls the supervisor made on inputs drawn after the "
+            f"evaluation, checked in the reference runner, were wrong (the runner's own checks had passed: they are not "
+            f"trusted): " + "; ".join(str(b) for b in w.bad[:3])), "witness_wrong")
         result["correctness"] = result.get("correctness") or {"max_abs": math.inf, "max_rel": math.inf}
         return
-    perf = result.get("performance") or {}
-    lat = perf.get("latency_ms")
-    host = extra.get("host_ms") if device != "cpu" else None
-    claims = [x for x in (lat, host) if isinstance(x, (int, float)) and math.isfinite(x)]
-    if est is None or not claims:
+    if est is None or claim is None:
         return
-    claim = max(claims)
-    slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
-    null_per_call = min(n[clock] for n in nulls) / k
-    if null_per_call > max(RESOLUTION * claim, UNRESOLVED_MS):
-        # the harness's own share of a round (loading the inputs, saving the outputs) dwarfs the
-        # claimed call: its noise alone exceeds the slack, so the round cannot judge the claim
-        # (an honest fp8 MoE call of 0.4 ms beside ~16 ms of loading its weights was "disputed")
+    if null_per_call is not None and null_per_call > max(RESOLUTION * claim, UNRESOLVED_MS):
+        # the harness's own share of a call (mapping the inputs, saving the outputs) dwarfs the
+        # claimed call: its noise alone exceeds the slack, so the rounds cannot judge the claim
         return _flag(result, "witness_unresolved", (
-            f"witness timing not judged: the harness's share of a call ({null_per_call * 1e3:.0f} us, loading this "
-            f"workload's inputs) is over {RESOLUTION:g}x the claimed latency ({claim * 1e3:.1f} us)"), False)
-    if est > slack * claim * par + abs_ms:
-        msg = (f"timing_disputed: the supervisor measured {ROUNDS * k} calls of the solution from outside its process "
-               f"at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
+            f"witness timing not judged: the harness's share of a call ({null_per_call * 1e3:.0f} us, handing over this "
+            f"workload's inputs and outputs) is over {RESOLUTION:g}x the claimed latency ({claim * 1e3:.1f} us)"), False)
+    if est > bound():
+        msg = (f"timing_disputed: the supervisor measured {len(w.costs) * k} calls of the solution from outside its "
+               f"process at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
                f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
                f"{abs_ms * 1e3:.0f} us apart, the runner's measurement was tampered with")
         if device != "cpu" and os.environ.get("FIB_WITNESS_GPU", "flag").strip().lower() != "fail":
