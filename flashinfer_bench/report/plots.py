@@ -1,16 +1,20 @@
 """Plots for one (definition, hardware) group, drawn with matplotlib: latency, speedup and share of
 peak bandwidth against the batch axis (the definition's first var axis), one line per solution.
 
-matplotlib is imported here on first use only (`_mpl`), never by `import flashinfer_bench.report`:
-its import costs ~0.3 s, which the text reports do not need. No pyplot and no global backend:
-each plot is a `Figure` printed by the SVG backend (`FigureCanvasSVG`), so nothing here changes the
-backend of a notebook that imports us, and nothing opens a window. Each plot is a standalone SVG
-document (UTF-8 bytes, text kept as text, stable ids: the same data gives the same bytes); None
-where there is nothing to plot.
+matplotlib is imported here on first use only (`_mpl`), never by `import flashinfer_bench.report`
+(nor by a report whose plots all come from its PlotCache): its import costs ~0.3 s, which the text
+reports do not need. No pyplot and no global backend: each plot is a `Figure` printed by the SVG
+backend (`print_svg`: FigureCanvasSVG's steps with a renderer that keeps text measurements), so
+nothing here changes the backend of a notebook that imports us, and nothing opens a window. Each
+plot is a standalone SVG document (UTF-8 bytes, text kept as text, stable ids: the same data gives
+the same bytes); None where there is nothing to plot.
 
-Drawing cost is kept at ~25 ms a plot (the report stage's budget is under 1 s warm): fixed axes
-rectangle (no tight_layout), major ticks only, tick positions chosen here (the data's batch sizes;
-1-2-5 on log y) with plain-number labels (no mathtext), legend outside the axes.
+Drawing cost is kept at ~20 ms of CPU a plot (the report stage's budget is under 1 s warm): one
+template figure per pair of scales, fixed axes rectangle (no tight_layout), major ticks only, tick
+positions chosen here (the data's batch sizes; 1-2-5 on log y) with plain-number labels (no
+mathtext), legend outside the axes, text measured once per process. A report re-run draws only
+the groups whose rows changed (PlotCache), in a child beside the page's tables where a core is
+idle (Drawing).
 """
 from __future__ import annotations
 
@@ -51,12 +55,45 @@ def _mpl() -> Dict[str, Any]:
     if not _MPL:
         import matplotlib
         from matplotlib import ticker
-        from matplotlib.backends.backend_svg import FigureCanvasSVG
+        from matplotlib.backends.backend_mixed import MixedModeRenderer
+        from matplotlib.backends.backend_svg import FigureCanvasSVG, RendererSVG
         from matplotlib.figure import Figure
 
+        class Renderer(RendererSVG):
+            """RendererSVG that keeps its text measurements for the process. matplotlib keeps them
+            per renderer, and each SVG document has a renderer of its own: every plot measured
+            its ~20 texts again (FreeType lays each one out), 22% of its drawing time here
+            (26 -> 20 ms a plot). The same numbers, so the same bytes."""
+
+            sizes: Dict[tuple, Any] = {}
+
+            def get_text_width_height_descent(self, s: str, prop: Any, ismath: Any) -> Any:
+                key = (s, hash(prop), ismath)  # FontProperties hash (and compare) by their properties
+                size = self.sizes.get(key)
+                if size is None:
+                    if len(self.sizes) > 20000:
+                        self.sizes.clear()
+                    size = self.sizes[key] = super().get_text_width_height_descent(s, prop, ismath)
+                return size
+
         _MPL.update(matplotlib=matplotlib, Figure=Figure, Canvas=FigureCanvasSVG, ticker=ticker,
-                    colors=matplotlib.colormaps["tab10"].colors)
+                    Renderer=Renderer, Mixed=MixedModeRenderer, colors=matplotlib.colormaps["tab10"].colors)
     return _MPL
+
+
+def print_svg(fig: Any) -> bytes:
+    """The figure as an SVG document: the steps of FigureCanvasSVG.print_svg (matplotlib 3.7 to
+    3.11) with the Renderer above, which print_svg cannot be given (tests/report/test_plots.py
+    checks the bytes are print_svg's)."""
+    m = _mpl()
+    buf = io.StringIO()  # text: no UTF-8 codec writer between the renderer and the buffer
+    dpi = fig.dpi
+    fig.dpi = 72  # SVG is in points (print_svg leaves the figure at 72 too)
+    w, h = fig.get_size_inches()
+    renderer = m["Mixed"](fig, w, h, dpi, m["Renderer"](w * 72, h * 72, buf, image_dpi=dpi, metadata={"Date": None}))
+    fig.draw(renderer)
+    renderer.finalize()
+    return buf.getvalue().encode("utf-8")
 
 
 def unavailable() -> str:
@@ -269,9 +306,7 @@ class _Canvas:
         try:
             if self.n:
                 self.ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
-            buf = io.BytesIO()
-            self.t["canvas"].print_svg(buf, metadata={"Date": None})
-            return buf.getvalue()
+            return print_svg(self.fig)
         finally:
             self.ctx.__exit__(None, None, None)
 

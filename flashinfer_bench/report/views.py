@@ -215,7 +215,7 @@ class Split:
     def __init__(self, df: pd.DataFrame):
         self.df = df
         self.idx: Dict[tuple, List[int]] = {}
-        self._rows: Optional[List[tuple]] = None
+        self._cols: Optional[List[list]] = None
         if not df.empty and "definition" in df.columns:  # plain Python: a groupby on 50,000 keys builds a MultiIndex
             for i, key in enumerate(zip(df["definition"].tolist(), df["hardware"].tolist())):
                 self.idx.setdefault(key, []).append(i)
@@ -227,12 +227,11 @@ class Split:
         return self.df.take(v)
 
     def values(self, key: tuple) -> List[Any]:
-        """The group's columns and rows as plain values, for a content key: [columns, row tuples]
-        (the whole table is turned into rows once, not a frame per group)."""
-        if self._rows is None:
-            cols = self.df.columns
-            self._rows = list(zip(*(self.df[c].tolist() for c in cols))) if len(cols) else [()] * len(self.df)
-        return [[str(c) for c in self.df.columns], [self._rows[i] for i in self.idx.get(key, ())]]
+        """The group's columns and rows as plain values, for a content key: [columns, row lists]
+        (each column is turned into a list once, not a frame per group)."""
+        if self._cols is None:
+            self._cols = [self.df[c].tolist() for c in self.df.columns]
+        return [[str(c) for c in self.df.columns], [[col[i] for col in self._cols] for i in self.idx.get(key, ())]]
 
 
 def _split(df: pd.DataFrame) -> Split:

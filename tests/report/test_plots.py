@@ -103,6 +103,22 @@ def test_same_data_same_bytes():
     assert plots.latency_plot(_rows(), "t") == plots.latency_plot(_rows(), "t")
 
 
+def test_plots_are_the_bytes_of_matplotlibs_own_svg_printer():
+    """plots.print_svg (a renderer that keeps text measurements) prints what print_svg prints."""
+    import io
+
+    import matplotlib
+
+    # the figure each plot was drawn on, by its (log x, log y): the figure still holds that plot
+    for kind, scales in (("latency_plot", (True, True)), ("speedup_plot", (True, False)), ("peak_bw_plot", (True, False))):
+        mine = getattr(plots, kind)(_rows(), "t")
+        fig = plots._TEMPLATES[scales]["fig"]
+        buf = io.BytesIO()
+        with matplotlib.rc_context(plots.RC):
+            fig.canvas.print_svg(buf, metadata={"Date": None})
+        assert buf.getvalue() == mine
+
+
 def test_odd_data_does_not_break_plots():
     assert plots.group_plots([], "t") == {"latency": None, "speedup": None, "peak_bw": None}
     one = _rows(batches=(16,), sols=("a",))  # one point: nothing a plot adds to its table row
