@@ -18,13 +18,16 @@ from typing import Dict, Iterator, List, Set, Tuple
 PKG = Path(__file__).resolve().parents[1] / "flashinfer_bench"
 ROOT = "flashinfer_bench"
 
-# What each part may import (besides itself). `atomic`, `env` and `device` are helpers that
-# import nothing of ours; `sandbox` is the confinement library the builders and the runners apply.
-_BASE = {"atomic", "env", "device"}
+# What each part may import (besides itself). `atomic`, `env`, `device` and `fingerprint` are
+# helpers that import nothing of ours; `sandbox` is the confinement library the builders and the
+# runners apply.
+_BASE = {"atomic", "env", "device", "fingerprint"}
 ALLOWED: Dict[str, Set[str]] = {
     "atomic": set(),
     "env": set(),
     "device": set(),
+    "fingerprint": set(),
+    "agents": set(),  # instructions for agents: text only
     "data": _BASE,
     "sandbox": _BASE,
     "compile": {"data", "sandbox"} | _BASE,  # builders know no runner

@@ -7,26 +7,24 @@ import hashlib
 import os
 import re
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Tuple
 
 _PKG = Path(__file__).resolve().parent.parent
 
+try:
+    from ..fingerprint import EVALUATOR, code_fingerprint
+except ImportError:  # loaded by path (the thin client): no package to import from
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location("_fib_fingerprint", _PKG / "fingerprint.py")
+    _fp = sys.modules["_fib_fingerprint"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_fp)  # type: ignore[union-attr]
+    EVALUATOR, code_fingerprint = _fp.EVALUATOR, _fp.code_fingerprint
+
 
 class WorkerUnavailable(RuntimeError):
     pass
-
-
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """Hash of the code a worker runs (bench, compile, data) and of the interpreter."""
-    h = hashlib.sha256(sys.executable.encode())
-    for sub in ("bench", "compile", "data"):
-        for p in sorted((_PKG / sub).rglob("*.py")):
-            h.update(str(p.relative_to(_PKG)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def resolve_device(device: str) -> str:
@@ -89,7 +87,9 @@ def measure_lock_dir() -> Path:
 
 def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
     slug = device_slug(device)
-    wid = f"{slug}-{code_fingerprint()[:12]}"
+    # named after the code it runs and the Python that runs it: a worker of other code (an edited
+    # evaluator) or of another virtual environment never serves this client
+    wid = f"{slug}-{code_fingerprint(EVALUATOR, sys.executable)[:12]}"
     sock = wdir / f"{wid}.sock"
     if len(str(sock)) > 100:  # AF_UNIX path limit
         short = hashlib.sha256(str(sock).encode()).hexdigest()[:16]

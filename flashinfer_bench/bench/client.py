@@ -1,6 +1,8 @@
-"""The thin client: ask the device's worker for one evaluation, starting the worker on first use.
+"""The full client of the device's worker: starts it on first use, retries, turns every failure
+into a trace; the Python API's door (`Benchmark`, `evaluate_via_worker`) and the benchmark job's
+when its stdlib fast path (`pipeline/thin_client.py`) finds no worker.
 
-Torch-free, so a benchmark job costs a Python start and a socket round trip. The worker for a
+Torch-free. Both doors build and send the request with `bench/request.py`. The worker for a
 device is found by a socket under `<worker_dir>/` named after the device and a fingerprint of
 our code (an edited evaluator never talks to a stale worker). Concurrent clients start one
 worker: the start is done under a file lock.
@@ -19,14 +21,13 @@ from typing import Any, Dict, Iterator, Optional, Union
 from ..data import Definition, Solution, Trace, Workload
 from ..env import cache_path
 from .assemble import assemble_trace, environment
-from .addressing import (  # noqa: F401
-    WorkerUnavailable, code_fingerprint, default_worker_dir, device_slug, physical_gpu, resolve_device, worker_paths,
+from .addressing import (  # noqa: F401  (device_slug, physical_gpu: re-exported for tests)
+    WorkerUnavailable, default_worker_dir, device_slug, physical_gpu, resolve_device, worker_paths,
 )
 from .config import EvalConfig
 from .loader import build_to_dict
 from .protocol import ConnectionClosed, connect, recv_msg, send_msg
-
-_PKG = Path(__file__).resolve().parent.parent
+from .request import CONNECT_TIMEOUT_S, WorkerLost, evaluation_request, exchange, on_device
 
 
 def worker_dir(config: EvalConfig) -> Path:
@@ -49,13 +50,13 @@ def connect_worker(device: str, config: EvalConfig, spawn: bool = True) -> socke
     wdir = worker_dir(config)
     paths = worker_paths(device, wdir)
     try:
-        return connect(paths["socket"], timeout=5.0)
+        return connect(paths["socket"], timeout=CONNECT_TIMEOUT_S)
     except OSError:
         if not spawn:
             raise
     with _flock(paths["lock"]):
         try:
-            return connect(paths["socket"], timeout=5.0)
+            return connect(paths["socket"], timeout=CONNECT_TIMEOUT_S)
         except OSError:
             pass
         cache_dir = Path(config.cache_dir) if config.cache_dir else cache_path()
@@ -75,7 +76,7 @@ def connect_worker(device: str, config: EvalConfig, spawn: bool = True) -> socke
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                return connect(paths["socket"], timeout=5.0)
+                return connect(paths["socket"], timeout=CONNECT_TIMEOUT_S)
             except OSError:
                 if proc.poll() is not None:
                     break
@@ -136,10 +137,10 @@ def shutdown_worker(device: str, config: EvalConfig) -> bool:
         s.close()
 
 
-def _failure(definition: str, solution: str, workload: Dict[str, Any], device: str, status: str, message: str) -> Trace:
+def _failure(request: Dict[str, Any], device: str, status: str, message: str) -> Trace:
     return assemble_trace(
-        definition=definition, solution=solution, workload=workload, status=status, message=message,
-        env=environment(None, None, device),
+        definition=request["definition"]["name"], solution=request["solution_name"], workload=request["workload"],
+        status=status, message=message, env=environment(None, None, device),
     )
 
 
@@ -154,47 +155,49 @@ def evaluate_via_worker(
 ) -> Trace:
     """Evaluate one (solution, workload) on `device` through its worker; a bad solution is a trace."""
     config = config or EvalConfig()
-    dev = resolve_device(device or config.device)
+    request = request_for(definition, solution, workload, build, config, dataset_root)
+    return send_request(request, resolve_device(device or config.device))
+
+
+def request_for(
+    definition: Definition, solution: Union[Solution, str], workload: Union[Workload, Trace], build: Any,
+    config: EvalConfig, dataset_root: Optional[Union[str, Path]] = None,
+) -> Dict[str, Any]:
+    """The worker's request for one pair given as the Python API holds it (models); the benchmark
+    job builds the same one from the dataset's files (`pipeline/thin_client.prepare`)."""
     wl = workload.workload if isinstance(workload, Trace) else workload
-    wl_json = wl.model_dump(mode="json")
-    sol_name = solution if isinstance(solution, str) else solution.name
-    req = {
-        "definition": definition.model_dump(mode="json"),
-        "solution_name": sol_name,
-        "workload": wl_json,
-        "build": build_to_dict(build),
-        "config": config.model_copy(update={"device": dev}).model_dump(mode="json"),
-        "dataset_root": str(Path(dataset_root).resolve()) if dataset_root else None,
-    }
+    return evaluation_request(
+        definition.model_dump(mode="json"), solution if isinstance(solution, str) else solution.name,
+        wl.model_dump(mode="json"), build_to_dict(build), config.model_dump(mode="json"),
+        str(Path(dataset_root).resolve()) if dataset_root else None,
+    )
+
+
+def send_request(request: Dict[str, Any], device: str) -> Trace:
+    """The full path: `request` (bench/request.evaluation_request) to the worker of `device` (a
+    resolved name), started when none runs, asked again when it went away before the evaluation
+    started; every failure comes back as a trace."""
+    config = EvalConfig.model_validate(request["config"])
+    request = on_device(request, device)
     last_error = ""
     for attempt in range(3):
         try:
-            s = connect_worker(dev, config)
+            s = connect_worker(device, config)
         except WorkerUnavailable as e:
-            return _failure(definition.name, sol_name, wl_json, dev, "RUNTIME_ERROR", str(e))
+            return _failure(request, device, "RUNTIME_ERROR", str(e))
         except OSError as e:
             last_error = f"{type(e).__name__}: {e}"
             time.sleep(0.2 * (attempt + 1))
             continue
-        started = False
         try:
-            send_msg(s, {"op": "evaluate", "request": req})
-            msg = recv_msg(s, timeout=24 * 3600)  # queued behind other evaluations of this device
-            started = msg.get("event") == "started"
-            msg = recv_msg(s, timeout=config.timeout_s + config.startup_timeout_s + 120)
-            if msg.get("event") != "result":
-                raise ConnectionClosed(f"unexpected reply {str(msg)[:200]}")
-            return Trace.model_validate_json(msg["trace"])
+            return Trace.model_validate_json(exchange(s, request))
         except TimeoutError:
-            return _failure(definition.name, sol_name, wl_json, dev, "TIMEOUT", "the worker did not answer in time")
-        except (ConnectionClosed, OSError) as e:
-            last_error = f"{type(e).__name__}: {e}"
-            if started:
-                return _failure(
-                    definition.name, sol_name, wl_json, dev, "RUNTIME_ERROR",
-                    f"the worker died during the evaluation: {last_error}",
-                )
+            return _failure(request, device, "TIMEOUT", "the worker did not answer in time")
+        except WorkerLost as e:
+            if e.started:
+                return _failure(request, device, "RUNTIME_ERROR", f"the worker died during the evaluation: {e}")
+            last_error = str(e)
             time.sleep(0.2 * (attempt + 1))
         finally:
             s.close()
-    return _failure(definition.name, sol_name, wl_json, dev, "RUNTIME_ERROR", f"could not reach the worker: {last_error}")
+    return _failure(request, device, "RUNTIME_ERROR", f"could not reach the worker: {last_error}")

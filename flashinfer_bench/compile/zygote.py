@@ -22,7 +22,6 @@ with stale code.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import selectors
@@ -41,19 +40,27 @@ START_WAIT_S = 30.0
 _PKG = Path(__file__).resolve().parent.parent
 _HDR = struct.Struct("!I")
 
+try:
+    from ..fingerprint import code_fingerprint
+except ImportError:  # loaded by path (scripts/_job.py, before site-packages): no package to import from
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location("_fib_fingerprint", _PKG / "fingerprint.py")
+    _fp = sys.modules["_fib_fingerprint"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_fp)  # type: ignore[union-attr]
+    code_fingerprint = _fp.code_fingerprint
+
 
 def enabled() -> bool:
     return os.environ.get("FIB_BUILD_ZYGOTE", "").strip().lower() in ("1", "true", "yes") and hasattr(os, "fork")
 
 
 def socket_path() -> Path:
-    h = hashlib.sha256(sys.executable.encode())
-    h.update(os.environ.get("PYTHONPATH", "").encode())
-    for p in sorted(_PKG.rglob("*.py")):
-        h.update(str(p.relative_to(_PKG)).encode())
-        h.update(p.read_bytes())
+    """Named after the whole package (its forks run job scripts of every layer), the interpreter
+    and PYTHONPATH: a zygote of other code never serves a job."""
+    digest = code_fingerprint((), f"{sys.executable}\0{os.environ.get('PYTHONPATH', '')}")
     base = Path(os.environ.get("FIB_ZYGOTE_DIR") or f"/tmp/fib-build-zygote-{os.getuid()}")
-    return base / f"{h.hexdigest()[:16]}.sock"
+    return base / f"{digest[:16]}.sock"
 
 
 def send_fds(sock: socket.socket, fds: list) -> None:

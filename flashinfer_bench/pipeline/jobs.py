@@ -10,14 +10,12 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
-from flashinfer_bench.bench.addressing import default_worker_dir
-from flashinfer_bench.data import Definition, Solution, Trace, TraceSet, Workload
+from flashinfer_bench.data import Definition, Solution, Trace, TraceSet
 from flashinfer_bench.data.charge import charged_party
 from flashinfer_bench.data.io import atomic_write_json, atomic_write_text, read_json
 from flashinfer_bench.data.trace_files import merge_traces  # the one merge rule of traces/ files
-from flashinfer_bench.report.units import fmt_latency, fmt_speedup, workload_label
 
 logger = logging.getLogger("flashinfer_bench.pipeline")
 
@@ -76,62 +74,6 @@ def compile_job(dataset: str, solution_file: str, definition_file: str, out: str
     _progress(f"compile {solution.name}: {status}{hit} in {time.perf_counter() - t0:.2f} s")
     if status not in ("OK",):
         logger.warning("build of %s: %s\n%s", solution.name, status, d.get("log", ""))
-
-
-# --------------------------------------------------------------------------- benchmark
-def benchmark_job(
-    build_json: str,
-    out: str,
-    definition_file: str,
-    solution_file: str,
-    workload_json: str,
-    evaluation_json: str,
-    device: str,
-    dataset: str,
-    cache_dir: Optional[str] = None,
-    log: Optional[str] = None,
-) -> None:
-    from flashinfer_bench.bench.client import evaluate_via_worker
-    from flashinfer_bench.bench.config import EvalConfig
-    from flashinfer_bench.compile.result import BuildResult
-
-    from .gpu_slots import gpu_slot
-
-    _setup_log(log)
-    definition = _load(definition_file, Definition)
-    solution = _load(solution_file, Solution)
-    workload = Workload.model_validate_json(workload_json)
-    build = BuildResult.from_dict(json.loads(Path(build_json).read_text()))
-    evaluation: Dict[str, Any] = json.loads(evaluation_json)
-    if cache_dir:
-        evaluation.setdefault("cache_dir", cache_dir)
-    evaluation.setdefault("worker_dir", str(default_worker_dir()))
-    config = EvalConfig(**evaluation)
-    t0 = time.perf_counter()
-    if device.startswith("cuda"):
-        with gpu_slot() as dev:
-            trace = evaluate_via_worker(definition, solution, workload, build, config, Path(dataset), device=dev)
-    else:
-        trace = evaluate_via_worker(definition, solution, workload, build, config, Path(dataset), device=device)
-    atomic_write_text(out, trace.model_dump_json() + "\n")
-    _progress(_describe(trace, time.perf_counter() - t0))
-
-
-
-
-def _describe(trace: Trace, wall: float) -> str:
-    ev = trace.evaluation
-    what = f"{trace.solution} x {workload_label(dict(trace.workload.axes), trace.workload.uuid)}"
-    if ev is None:
-        return f"{what}: no evaluation"
-    if ev.status == "PASSED" and ev.performance is not None:
-        perf = ev.performance
-        return (
-            f"{what}: PASSED {fmt_latency(perf.latency_ms)} "
-            f"(reference {fmt_latency(perf.reference_latency_ms)}, {fmt_speedup(perf.speedup_factor)}) [{wall:.2f} s]"
-        )
-    first = (ev.log or "").strip().splitlines()
-    return f"{what}: {ev.status.value}{': ' + first[-1][:160] if first else ''} [{wall:.2f} s]"
 
 
 # --------------------------------------------------------------------------- aggregate

@@ -29,22 +29,19 @@ from flashinfer_bench.data.validate import (
 from flashinfer_bench.bench.skips import GPU_LANGS, INTERPRETED_LANGS, cpu_skip_reason
 from flashinfer_bench.compile.toolchain import missing_toolchain
 from flashinfer_bench.device import detect_device
+from flashinfer_bench.fingerprint import EVALUATOR, code_fingerprint
 
 HARNESS_VERSION = "1"  # bump when the evaluator's behaviour changes: every benchmark re-runs
 
 
 def evaluator_version() -> str:
-    """HARNESS_VERSION plus a hash of the evaluator's code (flashinfer_bench/bench).
+    """HARNESS_VERSION plus the fingerprint of the code an evaluation runs (the one the worker's
+    address carries, without the interpreter: results stay valid on another node).
 
     A benchmark job's params carry it, because Snakemake does not see edits of modules that a
-    `script:` imports: an edited evaluator re-runs the benchmarks it would measure differently.
+    job imports: an edited evaluator re-runs the benchmarks it would measure differently.
     """
-    h = hashlib.sha256(HARNESS_VERSION.encode())
-    bench = Path(__file__).resolve().parent.parent / "bench"
-    for p in sorted(bench.rglob("*.py")):
-        h.update(str(p.relative_to(bench)).encode())
-        h.update(p.read_bytes())
-    return f"{HARNESS_VERSION}-{h.hexdigest()[:12]}"
+    return f"{HARNESS_VERSION}-{code_fingerprint(EVALUATOR, HARNESS_VERSION)[:12]}"
 
 
 

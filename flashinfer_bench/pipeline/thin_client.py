@@ -5,12 +5,12 @@ a module of the package, and without site-packages until the full client needs t
 site module and editable-install finders cost 20-30 ms a job): importing `flashinfer_bench` pulls
 in pydantic, and Snakemake's `script:` wrapper imports snakemake; together about 0.8 s a job, more
 than most measurements take. This file needs only the standard library and stdlib-only modules of
-ours, loaded by path: the worker's address (`bench/addressing.py`), its wire format
-(`bench/protocol.py`), the GPU slot lock (`pipeline/gpu_slots.py`), the progress line's units
-(`report/units.py`) and the atomic write (`atomic.py`); the worker validates the request and
-assembles the trace. Anything off the fast path (no worker running yet, a failed build, a worker
-that does not answer) goes to the full client, `pipeline.jobs.benchmark_job`, which starts the
-worker and turns every failure into a trace.
+ours, loaded by path: the request and its exchange with the worker (`bench/request.py`, which the
+full client uses too, with the worker's address and wire format), the GPU slot lock
+(`pipeline/gpu_slots.py`), the progress line's units (`report/units.py`) and the atomic write
+(`atomic.py`); the worker validates the request and assembles the trace. When no worker answers
+(none runs yet, or it went away) the same request goes to the full client,
+`bench.client.send_request`, which starts the worker and turns every failure into a trace.
 """
 from __future__ import annotations
 
@@ -70,49 +70,54 @@ def _progress(trace: dict, wall: float) -> str:
     return f"{what}: {ev.get('status')}{': ' + last[-1][:160] if last else ''} [{wall:.2f} s]"
 
 
-def prepare(a: SimpleNamespace, dataset: Path) -> Optional[dict]:
-    """Everything the request needs, read before the job waits for its GPU; None when the build
-    failed (the full path records that)."""
-    build = json.loads(Path(a.build).read_text())
-    if build.get("status") != "OK":
-        return None
+def _request():
+    """bench/request.py: the request and its exchange, shared with the full client."""
+    return sys.modules.get("_fib_request") or _load("_fib_request", _PKG / "bench" / "request.py")
+
+
+def prepare(a: SimpleNamespace, dataset: Path) -> dict:
+    """The job's request (without its device), read before the job waits for its GPU."""
     evaluation = json.loads(a.evaluation)
     config = {**evaluation, "worker_dir": str(evaluation.get("worker_dir") or a.worker_dir)}
     if a.cache_dir:
         config.setdefault("cache_dir", a.cache_dir)
-    return {
-        "definition": json.loads((dataset / a.definition_file).read_text()),
-        "solution_name": json.loads((dataset / a.solution_file).read_text())["name"],
-        "workload": json.loads(a.workload),
-        "build": build,
-        "config": config,
-        "dataset_root": str(dataset),
-    }
+    return _request().evaluation_request(
+        json.loads((dataset / a.definition_file).read_text()),
+        json.loads((dataset / a.solution_file).read_text())["name"],
+        json.loads(a.workload),
+        json.loads(Path(a.build).read_text()),
+        config,
+        str(dataset),
+    )
 
 
 def fast_path(req: dict, device: str) -> Optional[dict]:
     """The trace dict from the device's running worker, or None to take the full path."""
-    addressing = sys.modules.get("_fib_addressing") or _load("_fib_addressing", _PKG / "bench" / "addressing.py")
-    protocol = _load("_fib_protocol", _PKG / "bench" / "protocol.py")
-    config = {**req["config"], "device": device}
-    sock_path = addressing.worker_paths(device, Path(config["worker_dir"]))["socket"]
+    r = _request()
     try:
-        s = protocol.connect(sock_path, timeout=5.0)
+        s = r.connect(device, Path(req["config"]["worker_dir"]))
     except OSError:
-        return None
+        return None  # no worker runs: the full path starts one
     try:
-        protocol.send_msg(s, {"op": "evaluate", "request": {**req, "config": config}})
-        msg = protocol.recv_msg(s, timeout=24 * 3600)
-        if msg.get("event") != "started":
-            return None
-        msg = protocol.recv_msg(s, timeout=float(config.get("timeout_s", 300)) + 420)
-    except (OSError, protocol.ConnectionClosed, TimeoutError):
+        return json.loads(r.exchange(s, r.on_device(req, device)))
+    except (r.WorkerLost, TimeoutError):
         return None  # the full path re-asks a fresh worker and records what happened
     finally:
         s.close()
-    if msg.get("event") != "result":
-        return None
-    return json.loads(msg["trace"])
+
+
+def full_path(req: dict, device: str) -> dict:
+    """The trace dict from the full client (`bench.client.send_request`, the Python API's): it
+    starts the worker and turns every failure into a trace; costs the package's import."""
+    if sys.flags.no_site:  # started with -S (the rule does, for a fast start): site-packages now
+        import site
+
+        site.main()
+    if str(_PKG.parent) not in sys.path:
+        sys.path.insert(0, str(_PKG.parent))
+    from flashinfer_bench.bench.client import send_request
+
+    return json.loads(send_request(req, device).model_dump_json())
 
 
 def main() -> int:
@@ -122,31 +127,13 @@ def main() -> int:
     if not a.worker_dir:  # the one rule for both doors (the Python API's too)
         a.worker_dir = str(_load("_fib_addressing", _PKG / "bench" / "addressing.py").default_worker_dir())
     req = prepare(a, dataset)
-    trace = None
-    if req is not None and a.device.startswith("cuda"):
+    if a.device.startswith("cuda"):
         slots = _load("_fib_gpu_slots", _PKG / "pipeline" / "gpu_slots.py")
         with slots.gpu_slot() as dev:
             t0 = time.perf_counter()  # the progress line's time leaves out the wait for the GPU
-            trace = fast_path(req, dev)
-    elif req is not None:
-        trace = fast_path(req, "cpu")
-    if trace is None:  # the full client: starts the worker, turns every failure into a trace
-        if sys.flags.no_site:  # started with -S (the rule does, for a fast start): site-packages now
-            import site
-
-            site.main()
-        sys.path.insert(0, str(_PKG.parent))
-        from flashinfer_bench.pipeline.jobs import benchmark_job
-
-        evaluation = json.loads(a.evaluation)
-        evaluation.setdefault("worker_dir", a.worker_dir)
-        benchmark_job(
-            build_json=a.build, out=a.out, definition_file=str(dataset / a.definition_file),
-            solution_file=str(dataset / a.solution_file), workload_json=a.workload,
-            evaluation_json=json.dumps(evaluation), device=a.device, dataset=str(dataset),
-            cache_dir=a.cache_dir or None, log=a.log,
-        )
-        return 0
+            trace = fast_path(req, dev) or full_path(req, dev)
+    else:
+        trace = fast_path(req, "cpu") or full_path(req, "cpu")
     _load("_fib_atomic", _PKG / "atomic.py").atomic_write_text(a.out, json.dumps(trace) + "\n")
     line = _progress(trace, time.perf_counter() - t0)
     Path(a.log).parent.mkdir(parents=True, exist_ok=True)

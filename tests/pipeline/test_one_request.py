@@ -1,0 +1,77 @@
+"""One request for one pair, whichever door it comes through: the benchmark job (its stdlib-only
+client, run as the rule runs it) and the Python API build it with bench/request.py."""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from flashinfer_bench.bench.client import request_for
+from flashinfer_bench.bench.config import EvalConfig
+from flashinfer_bench.bench.request import DEFAULT_STARTUP_TIMEOUT_S, DEFAULT_TIMEOUT_S
+from flashinfer_bench.compile.result import BuildResult
+from flashinfer_bench.data import Definition, TraceSet
+from flashinfer_bench.pipeline.jobs import compile_job
+from flashinfer_bench.pipeline.plan import benchmark_params, build_plan
+from flashinfer_bench.pipeline.settings import evaluation_for
+
+from .harness import write_dataset
+
+THIN_CLIENT = Path(__file__).resolve().parents[2] / "flashinfer_bench" / "pipeline" / "thin_client.py"
+
+# what the job prints: its request, built as `python -S scripts/benchmark.py ...` builds it
+_JOB_REQUEST = (
+    "import importlib.util, json, sys\n"
+    "from pathlib import Path\n"
+    f"spec = importlib.util.spec_from_file_location('_fib_pipeline_thin_client', {str(THIN_CLIENT)!r})\n"
+    "tc = importlib.util.module_from_spec(spec); spec.loader.exec_module(tc)\n"
+    "a = tc._parse_args(sys.argv[1:])\n"
+    "req = tc.prepare(a, Path(a.dataset).resolve())\n"
+    "print(json.dumps({'request': req, 'pydantic': 'pydantic' in sys.modules}))\n"
+)
+
+
+def test_the_job_and_the_python_api_send_the_worker_the_same_request(tmp_path: Path) -> None:
+    ds = write_dataset(tmp_path, batches=(4,))
+    results, cache, workers = tmp_path / "results", tmp_path / "cache", tmp_path / "workers"
+    build_file = results / "builds" / "torch_value.json"
+    compile_job(str(ds), "solutions/tests/rmsnorm/rms_h256/torch_value.json", "definitions/rmsnorm/rms_h256.json",
+                str(build_file), str(tmp_path / "compile.log"), cache_dir=str(cache))
+    config = {"evaluation": {"iterations": 7, "timeout_s": 60}, "cpu": {"evaluation": {"num_trials": 1}}}
+    plan = build_plan(ds, device="cpu")
+    params = benchmark_params(plan, config, {"rms_h256": "digest"}, str(results))
+    job_args = params["rms_h256", "torch_value", "rms_h256_b4"]["args"]
+    argv = [*shlex.split(job_args), "--log", str(tmp_path / "bench.log"), "--dataset", str(ds),
+            "--cache-dir", str(cache), "--worker-dir", str(workers)]
+    p = subprocess.run([sys.executable, "-S", "-c", _JOB_REQUEST, *argv], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    job = out["request"]
+    assert not out["pydantic"]  # the job's fast path stays off the package's imports
+    assert job["build"]["status"] == "OK"
+
+    ts = TraceSet.from_path(ds)
+    definition = ts.definitions["rms_h256"]
+    solution = next(s for s in ts.solutions_for("rms_h256") if s.name == "torch_value")
+    workload = next(t for t in ts.workloads_for("rms_h256") if t.workload.uuid == "rms_h256_b4")
+    settings = evaluation_for(config, "rms_h256", "cpu", definition.op_type)
+    eval_config = EvalConfig(**settings, worker_dir=str(workers), cache_dir=str(cache))
+    build = BuildResult.from_dict(json.loads(build_file.read_text()))
+    api = request_for(definition, solution, workload, build, eval_config, ds)
+
+    assert job.keys() == api.keys()
+    for key in ("solution_name", "workload", "build", "dataset_root"):
+        assert job[key] == api[key], key
+    # the definition as the dataset's file has it and as the model dumps it: one definition
+    assert Definition.model_validate(job["definition"]) == Definition.model_validate(api["definition"])
+    # the job sends the settings it was given, the API all of them: the worker reads the same
+    assert EvalConfig.model_validate(job["config"]).model_dump() == EvalConfig.model_validate(api["config"]).model_dump()
+    assert EvalConfig.model_validate(job["config"]).iterations == 7
+
+
+def test_the_stdlib_request_knows_the_evaluators_defaults() -> None:
+    """bench/request.py cannot import EvalConfig (pydantic) but waits as long as its defaults say."""
+    fields = EvalConfig.model_fields
+    assert (DEFAULT_TIMEOUT_S, DEFAULT_STARTUP_TIMEOUT_S) == (fields["timeout_s"].default, fields["startup_timeout_s"].default)
