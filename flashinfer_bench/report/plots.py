@@ -474,11 +474,11 @@ class PlotCache:
         everything it reads (a page section: its group and tables' rows), under the same report
         code (every module of flashinfer_bench/report) and pandas."""
         import hashlib
-        import json
         import os
 
-        blob = json.dumps([_code_version(), parts], default=str).encode()
-        key = hashlib.sha256(blob).hexdigest()[:32]
+        # repr, not JSON: any cell value (a device's environment is a dict) gives the same text for
+        # the same value; a value without a stable repr only costs a miss
+        key = hashlib.sha256(repr([_code_version(), parts]).encode()).hexdigest()[:32]
         self.used.add(key)
         path = self.dir / f"{key}.html"
         try:
