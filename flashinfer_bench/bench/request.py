@@ -35,7 +35,7 @@ except ImportError:  # loaded by path (the thin client): no package to import fr
 CONNECT_TIMEOUT_S = 5.0
 # a request waits in the worker's queue behind the evaluations of other jobs on this device
 QUEUE_WAIT_S = 24 * 3600.0
-# EvalConfig's defaults, for a config that leaves these out (tests/bench/test_request.py checks them)
+# EvalConfig's defaults, for a config that leaves these out (tests/pipeline/test_one_request.py checks them)
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_STARTUP_TIMEOUT_S = 300.0
 
