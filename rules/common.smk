@@ -98,23 +98,6 @@ def benchmark_job_params(wildcards):
     return BENCH_PARAMS[wildcards.definition, wildcards.solution, wildcards.uuid]
 
 
-def _signature_once(func):
-    """Snakemake inspects a params/input function's signature on every call (3 times a job);
-    hand it the signature computed once (its own hook for functions with dynamic signatures)."""
-    try:
-        import inspect
-
-        from snakemake.common import overwrite_function_params
-
-        overwrite_function_params(func, inspect.signature(func).parameters)
-    except ImportError:  # another Snakemake version: correct, only slower
-        pass
-    return func
-
-
-_signature_once(benchmark_job_params)
-
-
 def compile_params():
     """The compile rules' params: what re-runs a build (content hash, definition digest,
     toolchain) and the dataset-relative files the job reads."""
