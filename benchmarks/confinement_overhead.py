@@ -87,8 +87,8 @@ def _witness_table(rows: List[Dict[str, Any]], modes: List[str]) -> None:
             off.setdefault((r["solution"], r["workload"]), []).append(r["wall_s"])
     print("\n| definition | jobs | witnessed | wall/job median (ms) | witness/job median (ms) | witness/job max (ms) "
           "| share median | share max | wall - witness off, median (ms) | rounds (mean) | calls (mean) | unresolved "
-          "| unwitnessed | failed by it |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| unwitnessed | failed by it | its steps, median ms (prepare/inputs/calls/check/null) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     all_share: List[float] = []
     for dname in sorted({r["definition"] for r in wit}):
         rs = [r for r in wit if r["definition"] == dname]
@@ -101,6 +101,9 @@ def _witness_table(rows: List[Dict[str, Any]], modes: List[str]) -> None:
         # the same job's wall time with the witness off (paired, median of its later rounds)
         diffs = [(r["wall_s"] - statistics.median(off[k])) * 1e3 for r in rs
                  if (k := (r["solution"], r["workload"])) in off and r["round"] >= len(modes)]
+        parts = [r["witness"].get("parts_ms") or {} for r in w]
+        steps = "/".join(f"{statistics.median(p.get(k, 0.0) for p in parts):.0f}" if parts else "-"
+                         for k in ("prepare", "inputs", "calls", "check", "null"))
         failed = sum(1 for r in rs if r["status"] != "PASSED"
                      and any(f in r["log"] for f in ("timing_disputed", "witness_wrong", "witness_failed")))
         print(f"| {dname} | {len(rs)} | {len(w)} | {statistics.median(r['wall_s'] for r in rs) * 1e3:.0f} | "
@@ -108,7 +111,7 @@ def _witness_table(rows: List[Dict[str, Any]], modes: List[str]) -> None:
               f"{100 * statistics.median(share) if share else math.nan:.1f}% | {100 * max(share) if share else math.nan:.1f}% | "
               f"{statistics.median(diffs) if diffs else math.nan:.0f} | {statistics.mean(rounds) if rounds else math.nan:.1f} | {statistics.mean(calls) if calls else math.nan:.1f} | "
               f"{sum('witness_unresolved' in r['flags'] for r in rs)} | {sum('unwitnessed' in r['flags'] for r in rs)} | "
-              f"{failed} |")
+              f"{failed} | {steps} |")
     if all_share:
         print(f"\nwitness share of a job's wall time over {len(all_share)} witnessed jobs: median "
               f"{100 * statistics.median(all_share):.2f}%, mean {100 * statistics.mean(all_share):.2f}%, "

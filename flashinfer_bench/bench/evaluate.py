@@ -330,10 +330,12 @@ class EvalRun:
             self._key = hashlib.sha256((self.definition.model_dump_json() + w).encode()).hexdigest()
         return self._key
 
-    def _call_reference(self, ref: Callable[..., Any], inputs: Sequence[Any]) -> List[Any]:
+    def _call_reference(self, ref: Callable[..., Any], inputs: Sequence[Any], clone: bool = True) -> List[Any]:
+        """The reference's outputs on `inputs` (on a copy of them unless `clone` is False: the
+        caller's own copy that nothing reads afterwards)."""
         _set_backend_flags(self.state.backend_flags)
         try:
-            res = ref(*clone_inputs(inputs))
+            res = ref(*(clone_inputs(inputs) if clone else inputs))
         except BaseException as e:  # noqa: BLE001 - record whatever the reference raised
             if isinstance(e, KeyboardInterrupt):
                 raise
