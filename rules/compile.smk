@@ -4,7 +4,7 @@
 # Two rules with one recipe, because they differ in priority only: `compile` feeds benchmark
 # jobs and goes first; `compile_only` builds what no benchmark job here waits for (CUDA solutions
 # on a CPU machine) on the cores left over. (A per-job priority function needs Snakemake >= 9.17,
-# whose start is about 1 s slower: pyproject pins below it.)
+# whose start is 0.4 s slower: pyproject's pipeline extra pins below it.)
 
 
 rule compile:

@@ -1,7 +1,7 @@
 """The workflow's only changes to Snakemake's internals: two, each one function here (issue 16).
 
 Both save a measured amount (benchmarks/snakemake_tuning.py, benchmarks/measured/
-2026-11-23-snakemake-tuning.md: a no-op run 1.01 -> 0.84 s, a run of one job 2.48 -> 1.33 s) and
+2026-11-23-snakemake-tuning.md: a no-op run 1.03 -> 0.86 s, a run of one job 2.42 -> 1.27 s) and
 Snakemake has no documented setting for either: `--max-jobs-per-timespan` cannot go below one
 second, and dropping params as a rerun trigger would stop a source edit from re-running its build.
 Each applies only on the Snakemake versions it was checked on (`CHECKED`: the code it changes is
