@@ -32,6 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple
 
+from pydantic import ValidationError
+
+from ..data import Definition, Workload
 from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
@@ -76,6 +79,16 @@ def _out_of_memory(trace_json: str) -> bool:
     if ev.get("status") not in ("RUNTIME_ERROR", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL"):
         return False
     return says_out_of_memory(str(ev.get("log") or ""))
+
+
+def _canonical(model: Any, obj: Any) -> Any:
+    """`obj` as its model dumps it: the benchmark job sends a definition or workload as its file
+    spells it, the Python API as the model dumps it (defaults filled in); one reference timing
+    serves both. An object the model refuses keys as it came."""
+    try:
+        return model.model_validate(obj).model_dump(mode="json")
+    except ValidationError:
+        return obj
 
 
 def _shm_entries() -> set:
@@ -474,7 +487,8 @@ class Supervisor:
         supervisor, for REF_CACHE_TTL_S); None when it cannot be had (the solution's runner then
         times the reference itself, as before)."""
         ident = json.dumps(
-            [req["definition"], req["workload"], cfg.timing_key(), cfg.inputs, self.device], sort_keys=True, default=str
+            [_canonical(Definition, req["definition"]), _canonical(Workload, req["workload"]), cfg.timing_key(),
+             cfg.inputs, self.device], sort_keys=True, default=str,
         )
         key = hashlib.sha256(ident.encode()).hexdigest()
         hit = self.ref_cache.get(key)

@@ -75,3 +75,33 @@ def test_the_stdlib_request_knows_the_evaluators_defaults() -> None:
     """bench/request.py cannot import EvalConfig (pydantic) but waits as long as its defaults say."""
     fields = EvalConfig.model_fields
     assert (DEFAULT_TIMEOUT_S, DEFAULT_STARTUP_TIMEOUT_S) == (fields["timeout_s"].default, fields["startup_timeout_s"].default)
+
+
+def test_the_reference_timed_for_one_door_serves_the_other(tmp_path: Path) -> None:
+    """The job's request (the definition as its file spells it) and the Python API's (as the model
+    dumps it) are one measurement for the worker: the reference is timed once for both."""
+    from flashinfer_bench.bench.client import send_request, shutdown_worker
+
+    ds = write_dataset(tmp_path, batches=(4,))
+    cache, workers = tmp_path / "cache", tmp_path / "workers"
+    build_file = tmp_path / "build.json"
+    compile_job(str(ds), "solutions/tests/rmsnorm/rms_h256/torch_value.json", "definitions/rmsnorm/rms_h256.json",
+                str(build_file), str(tmp_path / "compile.log"), cache_dir=str(cache))
+    ts = TraceSet.from_path(ds)
+    definition = ts.definitions["rms_h256"]
+    workload = next(t for t in ts.workloads_for("rms_h256") if t.workload.uuid == "rms_h256_b4")
+    config = EvalConfig(device="cpu", worker_dir=str(workers), cache_dir=str(cache), iterations=5, max_time_s=0.05,
+                        timeout_s=60)
+    build = BuildResult.from_dict(json.loads(build_file.read_text()))
+    api = request_for(definition, "torch_value", workload, build, config, ds)
+    as_file = {**api, "definition": json.loads((ds / "definitions/rmsnorm/rms_h256.json").read_text())}
+    assert as_file["definition"] != api["definition"]  # the file leaves defaults out
+    try:
+        first = send_request(as_file, "cpu")
+        second = send_request(api, "cpu")
+    finally:
+        shutdown_worker("cpu", config)
+    for t in (first, second):
+        assert t.evaluation.status.value == "PASSED", t.evaluation.log
+    extra = [t.evaluation.correctness.extra for t in (first, second)]
+    assert [e.get("reference_cached") for e in extra] == [False, True], extra
