@@ -482,6 +482,20 @@ class Supervisor:
         return self.ensure_runner()
 
     # ------------------------------------------------------------------ the reference runner
+    def reference_runner(self) -> Optional[RunnerHandle]:
+        """The runner where no solution ever runs (reference timings, the witness's inputs and
+        checks), started when there is none or it died; None when it cannot start (logged)."""
+        try:
+            with self._runner_lock:
+                if self.ref_runner is None or self.ref_runner.proc.poll() is not None:
+                    if self.ref_runner is not None:
+                        self._discard(self.ref_runner)
+                    self.ref_runner = self._spawn_runner()
+                return self.ref_runner
+        except RunnerStartError as e:
+            log.warning("no reference runner: %s", e)
+            return None
+
     def _reference_stats(self, req: Dict[str, Any], cfg: EvalConfig, seed: int) -> Optional[Dict[str, Any]]:
         """The reference's timing on this workload, from the reference runner (cached here, in the
         supervisor, for REF_CACHE_TTL_S); None when it cannot be had (the solution's runner then
@@ -494,15 +508,8 @@ class Supervisor:
         hit = self.ref_cache.get(key)
         if hit is not None and time.monotonic() - hit[0] < REF_CACHE_TTL_S:
             return {**hit[1], "cached": True}
-        try:
-            with self._runner_lock:
-                if self.ref_runner is None or self.ref_runner.proc.poll() is not None:
-                    if self.ref_runner is not None:
-                        self._discard(self.ref_runner)
-                    self.ref_runner = self._spawn_runner()
-                rr = self.ref_runner
-        except RunnerStartError as e:
-            log.warning("no reference runner: %s", e)
+        rr = self.reference_runner()
+        if rr is None:
             return None
         need = supervise.uncovered(rr.ready, supervise.needed_paths(req, {}))
         if need:

@@ -629,7 +629,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     cfg = request.get("config") or {}
     if not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
         return _flag(result, "unwitnessed", "no reference runner in this configuration: not witnessed", False)
-    rr = _reference_runner(sup)
+    rr = sup.reference_runner()
     if rr is None:
         return _flag(result, "unwitnessed", "the reference runner could not be started: not witnessed", False)
     extra = result.setdefault("extra", {})
@@ -727,16 +727,3 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     if device != "cpu" and os.environ.get("FIB_WITNESS_GPU", "flag").strip().lower() != "fail":
         return _flag(result, "timing_disputed", msg)
     _set_status(result, "RUNTIME_ERROR", msg, "timing_disputed")
-
-
-def _reference_runner(sup: Any) -> Any:
-    """The worker's reference runner, started when there is none (None when it cannot be)."""
-    try:
-        with sup._runner_lock:
-            if sup.ref_runner is None or sup.ref_runner.proc.poll() is not None:
-                if sup.ref_runner is not None:
-                    sup._discard(sup.ref_runner)
-                sup.ref_runner = sup._spawn_runner()
-            return sup.ref_runner
-    except Exception:  # noqa: BLE001 - a runner that cannot start: no witness, said in the trace
-        return None
