@@ -5,6 +5,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, Literal, Optional, Sequence, Union
 
+from ..tracing.config import PerDefinitionRegistry
+
 MissPolicy = Literal["nearest", "definition_best", "fallback"]
 _POLICIES = ("nearest", "definition_best", "fallback")
 # FlashInfer-Bench 0.1.2's on_miss_policy values and ours
@@ -79,32 +81,10 @@ class ApplyConfig:
 
 
 @dataclass
-class ApplyConfigRegistry:
-    """FlashInfer-Bench 0.1.2's per-definition configs. `default` serves definitions not
-    registered; without it only the registered definitions are applied. enable_apply takes one
-    wherever it takes an ApplyConfig (see `as_apply_config`)."""
-
-    default: Optional[ApplyConfig] = None
-    per_definition: Dict[str, ApplyConfig] = field(default_factory=dict)
-
-    def get(self, def_name: str) -> Optional[ApplyConfig]:
-        """The config of a definition; None when it is not applied."""
-        return self.per_definition.get(def_name, self.default)
-
-    def register(self, def_name: str, config: ApplyConfig, *, override: bool = False) -> "ApplyConfigRegistry":
-        """Set one definition's config (ValueError if it has one and override is False)."""
-        if not override and def_name in self.per_definition:
-            raise ValueError(f"definition {def_name!r} already has a config; pass override=True to replace it")
-        self.per_definition[def_name] = config
-        return self
-
-    def register_many(self, configs: Dict[str, ApplyConfig], *, override: bool = False) -> "ApplyConfigRegistry":
-        """Set several definitions' configs at once (nothing is set if one conflicts)."""
-        taken = sorted(set(configs) & set(self.per_definition))
-        if taken and not override:
-            raise ValueError(f"definitions {taken} already have a config; pass override=True to replace them")
-        self.per_definition.update(configs)
-        return self
+class ApplyConfigRegistry(PerDefinitionRegistry[ApplyConfig]):
+    """Per-definition apply configs (0.1.2's): `default` serves definitions not registered;
+    without it only the registered definitions are applied. enable_apply takes one wherever it
+    takes an ApplyConfig (see `as_apply_config`)."""
 
     def to_config(self) -> ApplyConfig:
         """The same choices as one ApplyConfig: the default with per-definition overrides, or, without

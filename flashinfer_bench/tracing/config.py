@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Hashable, Iterable, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Generic, Hashable, Iterable, Literal, Mapping, Optional, Sequence, TypeVar, Union
 
 DUMP_POLICIES = ("dump_all", "dump_none", "dump_non_float")
 DEDUP_POLICIES = ("keep_all", "shape_only", "keep_first_k")
@@ -91,33 +91,44 @@ class TracingConfig:
         object.__setattr__(self, "k", 1 if policy == "keep_first" else k)
 
 
+C = TypeVar("C")
+R = TypeVar("R", bound="PerDefinitionRegistry")
+
+
 @dataclass
-class TracingConfigRegistry:
-    """FlashInfer-Bench 0.1.2's per-definition tracing configs: `default` for the dataset's
-    definitions not registered (None: only the registered ones are traced). enable_tracing takes
-    one wherever it takes a config."""
+class PerDefinitionRegistry(Generic[C]):
+    """FlashInfer-Bench 0.1.2's registry of per-definition configs (its tracing and apply
+    registries behave alike): `default` serves definitions not registered (None: only the
+    registered ones)."""
 
-    default: Optional[TracingConfig] = None
-    per_definition: Dict[str, TracingConfig] = field(default_factory=dict)
+    default: Optional[C] = None
+    per_definition: Dict[str, C] = field(default_factory=dict)
 
-    def get(self, def_name: str) -> Optional[TracingConfig]:
-        """The config of a definition; None when it is not traced."""
+    def get(self, def_name: str) -> Optional[C]:
+        """The config of a definition; None when it gets none."""
         return self.per_definition.get(def_name, self.default)
 
-    def register(self, def_name: str, config: TracingConfig, *, override: bool = False) -> "TracingConfigRegistry":
+    def register(self: R, def_name: str, config: C, *, override: bool = False) -> R:
         """Set one definition's config (ValueError if it has one and override is False)."""
         if not override and def_name in self.per_definition:
             raise ValueError(f"definition {def_name!r} already has a config; pass override=True to replace it")
         self.per_definition[def_name] = config
         return self
 
-    def register_many(self, configs: Dict[str, TracingConfig], *, override: bool = False) -> "TracingConfigRegistry":
+    def register_many(self: R, configs: Dict[str, C], *, override: bool = False) -> R:
         """Set several definitions' configs at once (nothing is set if one conflicts)."""
         taken = sorted(set(configs) & set(self.per_definition))
         if taken and not override:
             raise ValueError(f"definitions {taken} already have a config; pass override=True to replace them")
         self.per_definition.update(configs)
         return self
+
+
+@dataclass
+class TracingConfigRegistry(PerDefinitionRegistry[TracingConfig]):
+    """Per-definition tracing configs: `default` for the dataset's definitions not registered
+    (None: only the registered ones are traced). enable_tracing takes one wherever it takes a
+    config."""
 
     def select(self, definitions: Iterable[str]) -> Dict[str, TracingConfig]:
         """{definition: config} to trace: the dataset's definitions under the default, and every
