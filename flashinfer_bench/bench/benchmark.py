@@ -27,7 +27,7 @@ from .addressing import default_worker_dir
 from .client import evaluate_via_worker, resolve_device
 from .config import BenchmarkConfig, EvalConfig
 from .loader import build_solution
-from .skips import skip_reason
+from .skips import SkipRules
 
 log = logging.getLogger("flashinfer_bench.benchmark")
 
@@ -55,6 +55,7 @@ class Benchmark:
             raise EnvironmentError("; ".join(problems))
         self.device = resolve_device(self.config.to_eval_config().device)
         self.eval_config: EvalConfig = self.config.to_eval_config(self.device)
+        self._skips = SkipRules(self.device, self.config.cpu_limits)  # the pipeline plan's rules
         # (definition, solution, workload uuid, reason) of the pairs not evaluated on this device:
         # the pipeline's rules (bench/skips.py), reported instead of failed traces
         self.skipped: List[Tuple[str, str, str, str]] = []
@@ -197,14 +198,14 @@ class Benchmark:
         device: the pipeline plan's jobs for the same dataset (one set of rules)."""
         return sorted(
             (d.name, s.name, w.uuid) for d, sols, wls in self._work() for w in wls for s in sols
-            if not skip_reason(d, s, w.axes, self.device, self.config.cpu_limits)
+            if not self._skips.reason(d, s, w.axes)
         )
 
     def run_all(self, dump_traces: bool = True, resume: bool = False) -> List[Trace]:
         """Every selected solution on every workload of its definition; returns the new traces."""
         work = self._work()
         needed = [(s, d) for d, sols, wls in work for s in sols
-                  if wls and not all(skip_reason(d, s, w.axes, self.device, self.config.cpu_limits) for w in wls)]
+                  if wls and not all(self._skips.reason(d, s, w.axes) for w in wls)]
         if needed:
             log.info("building %d solutions (%d at a time) while evaluating", len(needed), self._build_slots())
         with ThreadPoolExecutor(max_workers=self._build_slots()) as pool:
@@ -236,7 +237,7 @@ class Benchmark:
             for sol, wl in [(sol, wl) for sol in sols for wl in workloads]:
                 if (wl.uuid, sol.name) in done:
                     continue
-                why = skip_reason(definition, sol, wl.axes, self.device, self.config.cpu_limits)
+                why = self._skips.reason(definition, sol, wl.axes)
                 if why:
                     self.skipped.append((definition.name, sol.name, wl.uuid, why))
                     log.info("%s / %s / %s: SKIPPED (%s)", definition.name, sol.name, wl.uuid, why)

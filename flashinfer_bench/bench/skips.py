@@ -5,7 +5,7 @@ the same pairs with the same reasons instead of recording RUNTIME_ERROR or TIMEO
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from ..compile.toolchain import missing_toolchain
 from ..data import Definition, Solution
@@ -18,18 +18,34 @@ DEFAULT_CPU_LIMITS: Dict[str, float] = {
 }
 
 
-def skip_reason(d: Definition, s: Solution, axes: Dict[str, int], device: str,
-                cpu_limits: Optional[Dict[str, float]] = None) -> Optional[str]:
-    """Why `s` is not evaluated on this workload on `device` (None: it is)."""
-    lang = s.spec.language.value
-    missing = missing_toolchain(lang)
-    if missing:
-        return missing
-    if device != "cpu":
-        return None
-    if lang in GPU_LANGS:
-        return f"{lang} solution needs a GPU (compiled only)"
-    return cpu_skip_reason(d, s, axes, DEFAULT_CPU_LIMITS if cpu_limits is None else cpu_limits)
+class SkipRules:
+    """The skip rules for the pairs of one run on `device` (the plan's and run_all's): a missing
+    toolchain, a CUDA solution on a CPU, a workload above the CPU size limits. Each language's
+    toolchain is looked up once and the size check made once per (definition, workload axes,
+    interpreted or not): it depends on the solution only through that (a plan of 10k jobs would
+    otherwise repeat it per solution)."""
+
+    def __init__(self, device: str, cpu_limits: Optional[Dict[str, float]] = None) -> None:
+        self.device = device
+        self.limits = DEFAULT_CPU_LIMITS if cpu_limits is None else cpu_limits
+        self._missing: Dict[str, Optional[str]] = {}
+        self._cpu: Dict[Tuple[str, Tuple[Tuple[str, int], ...], bool], Optional[str]] = {}
+
+    def reason(self, d: Definition, s: Solution, axes: Dict[str, int]) -> Optional[str]:
+        """Why `s` is not evaluated on this workload (None: it is)."""
+        lang = s.spec.language.value
+        if lang not in self._missing:
+            self._missing[lang] = missing_toolchain(lang)
+        if self._missing[lang]:
+            return self._missing[lang]
+        if self.device != "cpu":
+            return None
+        if lang in GPU_LANGS:
+            return f"{lang} solution needs a GPU (compiled only)"
+        key = (d.name, tuple(sorted(axes.items())), lang in INTERPRETED_LANGS)
+        if key not in self._cpu:
+            self._cpu[key] = cpu_skip_reason(d, s, axes, self.limits)
+        return self._cpu[key]
 
 
 def cpu_skip_reason(d: Definition, s: Solution, axes: Dict[str, int], limits: Dict[str, float]) -> Optional[str]:

@@ -26,8 +26,7 @@ from flashinfer_bench.data.validate import (
     solution_problems,
     workload_problems,
 )
-from flashinfer_bench.bench.skips import GPU_LANGS, INTERPRETED_LANGS, cpu_skip_reason
-from flashinfer_bench.compile.toolchain import missing_toolchain
+from flashinfer_bench.bench.skips import SkipRules
 from flashinfer_bench.device import detect_device
 from flashinfer_bench.fingerprint import EVALUATOR, code_fingerprint
 
@@ -257,28 +256,17 @@ def build_plan(
             table[wl.uuid] = canonical(wl.model_dump(mode="json"))
             plan.workload_files.setdefault(d.name, f)
 
-    # A workload's size check depends on its definition and on whether the language is
-    # interpreted, not on the solution: one check per (workload, kind), not per job.
-    reasons: Dict[tuple, Optional[str]] = {}
+    # one set of skip rules for both doors (bench/skips.py); the CPU size check runs once per
+    # (workload, interpreted or not), not per job
+    rules = SkipRules(plan.device, cpu_limits or {})
+    axes = {name: {u: json.loads(w)["axes"] for u, w in wls.items()} for name, wls in plan.workloads.items()}
     for s in sorted(plan.solutions.values(), key=lambda s: s.name):
         d = plan.definitions[s.definition]
-        lang = s.spec.language.value
-        interpreted = lang in INTERPRETED_LANGS
         for uuid, wl_json in plan.workloads.get(d.name, {}).items():
-            missing = missing_toolchain(lang)
-            if missing:
-                plan.skipped.append(Skipped(d.name, s.name, uuid, missing))
+            why = rules.reason(d, s, axes[d.name][uuid])
+            if why:
+                plan.skipped.append(Skipped(d.name, s.name, uuid, why))
                 continue
-            if plan.device == "cpu":
-                if lang in GPU_LANGS:
-                    plan.skipped.append(Skipped(d.name, s.name, uuid, f"{lang} solution needs a GPU (compiled only)"))
-                    continue
-                key = (d.name, uuid, interpreted)
-                if key not in reasons:
-                    reasons[key] = cpu_skip_reason(d, s, json.loads(wl_json)["axes"], cpu_limits or {})
-                if reasons[key]:
-                    plan.skipped.append(Skipped(d.name, s.name, uuid, reasons[key]))
-                    continue
             plan.jobs.append(Job(d.name, s.name, uuid, wl_json))
     return plan
 
