@@ -15,7 +15,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 PREFIX = "fib-runner-"
 
@@ -118,16 +118,26 @@ def enter_limited(max_pids: int) -> Tuple[Optional[Path], str]:
             ctl = base / "cgroup.subtree_control"
             if "pids" not in ctl.read_text().split():
                 _write(ctl, "+pids")
-        group.mkdir(exist_ok=True)
-        _write(group / "pids.max", str(max_pids))
-        _write(group / "cgroup.procs", str(os.getpid()))
+        _join_new_group(group, {"pids.max": str(max_pids)})
     except OSError as e:
+        return None, f"pids cgroup ({version}) not usable: {e.strerror or e}"
+    return group, f"pids cgroup {version}, pids.max={max_pids}"
+
+
+def _join_new_group(group: Path, settings: Dict[str, str]) -> None:
+    """Create `group`, write its `settings` files, move this process into it; on OSError the
+    group is removed again before the error is raised."""
+    try:
+        group.mkdir(exist_ok=True)
+        for name, value in settings.items():
+            _write(group / name, value)
+        _write(group / "cgroup.procs", str(os.getpid()))
+    except OSError:
         try:
             group.rmdir()
         except OSError:
             pass
-        return None, f"pids cgroup ({version}) not usable: {e.strerror or e}"
-    return group, f"pids cgroup {version}, pids.max={max_pids}"
+        raise
 
 
 def _v1_base(controller: str) -> Optional[Path]:
@@ -166,13 +176,8 @@ def enter_cpu_accounting(pids_group: Optional[Path]) -> Tuple[Optional[Path], Op
     remove_stale(base)
     group = base / f"{PREFIX}{os.getpid()}"
     try:
-        group.mkdir(exist_ok=True)
-        _write(group / "cgroup.procs", str(os.getpid()))
+        _join_new_group(group, {})
     except OSError as e:
-        try:
-            group.rmdir()
-        except OSError:
-            pass
         return None, None, f"cpuacct cgroup not usable: {e.strerror or e}"
     return group, str(group / "cpuacct.usage"), "cpu time: cgroup v1 cpuacct"
 
