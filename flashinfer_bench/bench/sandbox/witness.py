@@ -491,7 +491,7 @@ def _call_bytes(request: Dict[str, Any]) -> Optional[int]:
         per_call = 0
         for specs, shapes in ((d.inputs, d.input_shapes_by_name(axes)), (d.outputs, d.output_shapes_by_name(axes))):
             per_call += sum(math.prod(shapes.get(n) or ()) * spec.dtype.bits for n, spec in specs.items()) // 8
-    except Exception:  # noqa: BLE001 - sizes unknown: the caller's default
+    except (KeyError, TypeError, ValueError):  # not a valid definition or axes (ValidationError, ShapeError): unknown
         return None
     return per_call
 
