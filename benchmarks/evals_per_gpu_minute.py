@@ -38,7 +38,9 @@ def traces(dataset: Path) -> List[dict]:
 
 
 def summary(dataset: Path) -> Tuple[int, int, float, Dict[str, float]]:
-    """(traces, passed, median eval seconds, median seconds per phase) of a dataset's traces."""
+    """(traces, passed, median eval seconds, median seconds per phase) of a dataset's traces: the
+    runner's phases, the supervisor's (`sup.*`: its own share, the reference timing, the runner's
+    whole reply, the witness) and the witness's parts (`witness.*`)."""
     ts = traces(dataset)
     passed = sum(1 for t in ts if (t.get("evaluation") or {}).get("status") == "PASSED")
     secs, phases = [], {}
@@ -46,10 +48,32 @@ def summary(dataset: Path) -> Tuple[int, int, float, Dict[str, float]]:
         extra = ((t.get("evaluation") or {}).get("correctness") or {}).get("extra") or {}
         if "eval_seconds" in extra:
             secs.append(float(extra["eval_seconds"]))
-        for k, v in (extra.get("phase_s") or {}).items():
+        parts = {**(extra.get("phase_s") or {}),
+                 **{f"sup.{k}": v for k, v in (extra.get("supervisor_s") or {}).items()},
+                 **{f"witness.{k}": v / 1e3 for k, v in ((extra.get("witness") or {}).get("parts_ms") or {}).items()}}
+        for k, v in parts.items():
             phases.setdefault(k, []).append(float(v))
     med = {k: statistics.median(v) for k, v in phases.items()}
     return len(ts), passed, statistics.median(secs) if secs else float("nan"), med
+
+
+def witness_summary(dataset: Path) -> str:
+    """How the witness judged the PASSED traces: its estimate over the claim (median, max), flags."""
+    ratios, flagged = [], {}
+    for t in traces(dataset):
+        ev = t.get("evaluation") or {}
+        extra = (ev.get("correctness") or {}).get("extra") or {}
+        for f in extra.get("flags") or []:
+            flagged[f] = flagged.get(f, 0) + 1
+        w, lat = extra.get("witness") or {}, (ev.get("performance") or {}).get("latency_ms")
+        claim = max([x for x in (lat, extra.get("host_ms")) if isinstance(x, (int, float))] or [0])
+        if isinstance(w.get("est_ms"), (int, float)) and claim > 0:
+            ratios.append(w["est_ms"] / claim)
+    ratios.sort()
+    if not ratios:
+        return f"witness: no estimates; flags {flagged}"
+    return (f"witness: {len(ratios)} judged, estimate/claim median {ratios[len(ratios) // 2]:.2f} "
+            f"p90 {ratios[int(0.9 * (len(ratios) - 1))]:.2f} max {ratios[-1]:.2f}; flags {flagged}")
 
 
 def fresh_env(root: Path, tag: str) -> dict:
@@ -113,6 +137,7 @@ def main() -> None:
         n, passed, med, ph = summary(ds)
         cold_lat.append(_latencies(ds))
         print(f"    ours: {n} traces, {passed} PASSED, median {med * 1e3:.0f} ms per evaluation in the worker", flush=True)
+        print(f"    {witness_summary(ds)}", flush=True)
         if i == 0:
             phase_row = ph
             n_evals = n
@@ -124,6 +149,7 @@ def main() -> None:
     shutil.rmtree(tmp / f"w{args.pairs - 1}/results", ignore_errors=True)
     warm, _ = ours(ds, tmp / f"w{args.pairs - 1}/results", fresh_env(tmp, f"c{args.pairs - 1}"))
     n_w, passed_w, med_w, ph_w = summary(ds)
+    print(f"    warm {witness_summary(ds)}", flush=True)
 
     med = statistics.median
     rows.append((f"ours: cold run, {n_evals} evaluations (median of {len(ours_walls)})", med(ours_walls),

@@ -325,6 +325,13 @@ class Supervisor:
         seed = cfg.seed if cfg.seed is not None else self.base_seed
 
         shm: Dict[str, set] = {}  # /dev/shm before the runner got the request
+        marks: Dict[str, float] = {}  # the supervisor's own phases (issue 19: where an evaluation's time goes)
+        last = [t0]
+
+        def mark(phase: str) -> None:
+            now = time.monotonic()
+            marks[phase] = marks.get(phase, 0.0) + now - last[0]
+            last[0] = now
 
         def trace(status: str, message: str, output: str = "", result: Optional[Dict[str, Any]] = None) -> str:
             if "before" in shm:
@@ -334,6 +341,8 @@ class Supervisor:
             per_eval.setdefault("seed", seed)
             extra = dict((result or {}).get("extra") or {})
             extra["eval_seconds"] = time.monotonic() - t0
+            mark("finish")
+            extra["supervisor_s"] = {k: round(v, 5) for k, v in marks.items()}
             t = assemble_trace(
                 **common, status=status, message=message, output_log=output,
                 env=environment(static, per_eval, self.device),
@@ -379,11 +388,13 @@ class Supervisor:
         if refused:
             return trace("RUNTIME_ERROR", refused)
         r.served = sol_key
+        mark("runner")
         ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
         if ref_stats is not None and "failed" in ref_stats:
             # the reference itself fails here (in a runner no solution ever ran in): the dataset's
             # or the machine's error, not this solution's; the solution is not run
             return trace(ref_stats["status"], ref_stats["message"])
+        mark("reference")
         self._n_eval += 1
         log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
         request = {
@@ -418,6 +429,7 @@ class Supervisor:
                 f"the runner process died during the evaluation ({how}); the solution crashed or exited the process",
                 out,
             )
+        mark("evaluation")
         result, forged = supervise.check_reply(reply, r.key, nonce, r.seq)
         problems = supervise.plausibility_problems(result, request, r.ready, self.device) if result is not None else []
         if result is None or problems:
@@ -431,8 +443,10 @@ class Supervisor:
         # how this runner began: forked from the runner zygote, or started from scratch
         result.setdefault("env", {})["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
         supervise.own_reference(result, ref_stats)  # never the copy the solution's runner echoed
+        mark("checks")
         with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
             witness.verify(self, r, request, result, self.device, cfg.timeout_s)
+        mark("witness")
         suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
         if suspicion:
             extra = result.setdefault("extra", {})

@@ -184,3 +184,48 @@ def test_runners_of_other_solutions_leave_gpu_memory(cuda_config) -> None:
     for i in range(3):
         t = _eval(f"big_workspace_{i}", BIG_WORKSPACE.replace("_seen = []", f"_seen = []  # {i}"), d, cuda_config)
         assert t.evaluation.status.value == "PASSED", t.evaluation.log
+
+
+OOM_REF = """import torch
+
+
+def run(x, weight, eps):
+    # more device memory than any GPU has: the reference cannot run on this machine
+    torch.empty(1 << 46, dtype=torch.uint8, device=x.device)
+    return x
+"""
+
+
+def test_a_reference_out_of_device_memory_is_the_machines_error(cuda_config, tmp_path: Path) -> None:
+    """Issue 17: a reference that cannot get its device memory is the environment's failure, not the
+    solution's: the trace is charged to the environment, and `run` writes nothing into the dataset
+    and exits 4 with one message."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from flashinfer_bench.data.charge import ENVIRONMENT_ERROR, charged_party
+
+    d = Definition.model_validate({**rms_definition(256, name="rms_oom_ref").model_dump(mode="json"),
+                                   "reference": OOM_REF})
+    sol = make_solution("honest_rms", GOOD_VR, d)
+    t = evaluate_via_worker(d, sol, rms_workload(8), _shim_build(sol, Path(cuda_config.cache_dir)), cuda_config)
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR" and ev.log.startswith(ENVIRONMENT_ERROR), ev.log[:2000]
+    assert charged_party(t) == "environment"
+
+    ds = tmp_path / "ds"
+    for sub, name, body in (("definitions/rmsnorm", "rms_oom_ref.json", d.model_dump_json(indent=2)),
+                            ("solutions/t/rmsnorm/rms_oom_ref", "honest_rms.json", sol.model_dump_json(indent=2)),
+                            ("workloads/rmsnorm", "rms_oom_ref.jsonl",
+                             json.dumps({"definition": d.name, "workload": rms_workload(8).model_dump(mode="json"),
+                                         "solution": None, "evaluation": None}) + "\n")):
+        (ds / sub).mkdir(parents=True, exist_ok=True)
+        (ds / sub / name).write_text(body)
+    env = {**os.environ, "FIB_CACHE_PATH": str(tmp_path / "cache"), "FIB_WORKER_DIR": str(tmp_path / "w")}
+    p = subprocess.run([sys.executable, "-m", "flashinfer_bench", "run", "--local", str(ds), "--device", "cuda",
+                        "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 4, p.stderr[-3000:]
+    assert "because of this machine" in p.stderr and "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert not any((ds / "traces").rglob("*.jsonl")) if (ds / "traces").exists() else True
