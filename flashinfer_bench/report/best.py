@@ -7,6 +7,11 @@ correct solutions. They tie when any of these holds:
   * the relative difference (runner-up / winner - 1) is below the larger rel_iqr of the two.
 Traces without any spread (FlashInfer-Bench 0.1.2) give "no spread recorded": the faster one is
 named, but nothing says the difference is real.
+
+A suspect trace (the supervisor's witness disputed its timing, its latency is below the physical
+floor, it patched torch or the reference's time, it left work running) never wins: a solution that
+forged its numbers would otherwise top the table it forged them for. It stays in the per-trace
+tables with its flags.
 """
 from __future__ import annotations
 
@@ -106,9 +111,9 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
         base.update(definition=d, hardware=hw, workload=wl, workload_label=first["workload_label"],
                     batch=first["batch"], winner="", author="", spread="", runner_up="",
                     tie_with="", flags="", candidates=len(g))
-        ok = sorted((r for r in g if r["timed"]), key=_latency_key)  # stable, NaN last as in pandas
+        ok = sorted((r for r in g if r["timed"] and not r["suspect"]), key=_latency_key)  # stable, NaN last
         if not ok:
-            statuses = ", ".join(f"{r['solution']} {r['status']}" for r in g)
+            statuses = ", ".join(f"{r['solution']} {r['status']}{' (suspect)' if r['timed'] else ''}" for r in g)
             base.update(verdict=NONE, flags=statuses)
             rows.append(base)
             continue

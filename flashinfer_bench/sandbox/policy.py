@@ -14,7 +14,8 @@ Environment variables (read by the runner; the worker passes its own environment
     FIB_SANDBOX_SCRATCH_FILES=N   ... holding at most this many files (default 100000)
     FIB_SANDBOX_RO_MOUNTS=auto|1|0  a private mount namespace, read-only but for scratch and the
                                   logs, with the tmpfs scratch and (CPU runners) a private /proc;
-                                  auto: where no GPU is visible (not yet measured with CUDA)
+                                  auto (default): on, with or without a GPU (measured on the
+                                  H100: CUDA runners and builds work inside it); 0 turns it off
 """
 from __future__ import annotations
 
@@ -88,14 +89,12 @@ class Settings:
     scratch_inodes: int = 100_000
     ro_mounts: str = "auto"
 
-    def mounts_wanted(self, gpu: bool) -> bool:
-        """The private read-only mount namespace: by default where no GPU is visible (with CUDA it
-        has not been measured yet; FIB_SANDBOX_RO_MOUNTS=1 turns it on there too)."""
-        if self.ro_mounts in ("1", "on", "true", "yes"):
-            return True
-        if self.ro_mounts in ("0", "off", "false", "no"):
-            return False
-        return not gpu
+    def mounts_wanted(self) -> bool:
+        """The private read-only mount namespace, on unless FIB_SANDBOX_RO_MOUNTS=0. It was off
+        where a GPU is visible until measured there: on the H100 a build child and a runner that
+        changed a dataset file's times and mode (utime, chmod, chown: Landlock does not govern
+        metadata) succeeded without it; with it CUDA runners, Triton and the GPU tests work."""
+        return self.ro_mounts not in ("0", "off", "false", "no")
 
     @classmethod
     def from_env(cls) -> "Settings":

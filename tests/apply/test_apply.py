@@ -154,6 +154,16 @@ def test_failed_traces_are_not_candidates(tmp_path: Path, cache: Path) -> None:
         assert dispatch_table() == {DEF["name"]: {(1,): "norm_b"}}
 
 
+def test_a_suspect_trace_is_never_dispatched_to(tmp_path: Path, cache: Path) -> None:
+    """A PASSED trace the supervisor marked suspect (here: its timing disputed by the witness) is
+    not a candidate, however fast it claims to be."""
+    forged = trace("norm_a", 1, 0.0001)
+    forged["evaluation"]["correctness"]["extra"] = {"suspect": True, "flags": ["timing_disputed"]}
+    ds = write_dataset(tmp_path / "ds", ["norm_a", "norm_b"], [forged, trace("norm_b", 1, 0.01)])
+    with fb.enable_apply(ds, _cfg(cache)):
+        assert dispatch_table() == {DEF["name"]: {(1,): "norm_b"}}
+
+
 # ---------------------------------------------------------------------- bad input
 
 

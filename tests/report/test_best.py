@@ -68,3 +68,20 @@ def _row(lat, p10=math.nan, p90=math.nan, iqr=math.nan, rel=math.nan):
 ])
 def test_within_noise_rules(a, b, expect):
     assert within_noise(a, b) is expect
+
+
+def test_a_suspect_trace_never_wins(tmp_path):
+    """The fastest PASSED trace is marked suspect (its latency below the physical floor): the next
+    correct one wins; where only suspect traces are left there is no winner, and the row says so."""
+    from tests.apply.helpers import trace, write_dataset
+
+    forged = trace("norm_a", 1, 0.0001)
+    forged["evaluation"]["correctness"]["extra"] = {"suspect": True, "flags": ["below_roofline_floor"]}
+    alone = trace("norm_a", 2, 0.0001)
+    alone["evaluation"]["correctness"]["extra"] = {"suspect": True, "flags": ["timing_disputed"]}
+    root = write_dataset(tmp_path / "ds", ["norm_a", "norm_b"], [forged, trace("norm_b", 1, 0.01), alone])
+    b = summarize(load_paths([root])).best
+    one = b[b.workload == "b1"].iloc[0]
+    assert one.winner == "norm_b" and one.verdict == "only correct solution"
+    two = b[b.workload == "b2"].iloc[0]
+    assert two.winner == "" and two.verdict == "no correct solution" and "norm_a PASSED (suspect)" in two["flags"]

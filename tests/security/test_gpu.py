@@ -103,12 +103,14 @@ def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
 
 
 def test_metadata_and_proc_on_the_gpu_machine(gpu_lab: Lab, unchanged) -> None:
-    """Extended attributes are refused everywhere (seccomp); the host's processes are out of sight
-    (/proc narrowed to system entries and the runner's own). utime/chmod are refused only with the
-    read-only mount namespace, which CUDA runners get with FIB_SANDBOX_RO_MOUNTS=1 (not measured)."""
+    """Extended attributes are refused everywhere (seccomp), utime/chmod/chown by the read-only
+    mount namespace CUDA runners now get too; the host's processes are out of sight (/proc
+    narrowed to system entries and the runner's own)."""
     t = gpu_lab.run("metadata_outside")
     log = t.evaluation.log
-    assert "BREACH setxattr" not in log, log[-2000:]
+    assert "BREACH" not in log, log[-2000:]
+    sandbox = t.evaluation.environment.model_dump().get("sandbox", "")
+    assert "mountns" in sandbox, sandbox
     print("GPU METADATA", next((x for x in log.splitlines() if "METADATA REPORT" in x), ""))
     p = gpu_lab.run("proc_snoop")
     assert gpu_lab.marker not in p.model_dump_json()
