@@ -82,26 +82,43 @@ def test_the_reference_timed_for_one_door_serves_the_other(tmp_path: Path) -> No
     dumps it) are one measurement for the worker: the reference is timed once for both."""
     from flashinfer_bench.bench.client import send_request, shutdown_worker
 
-    ds = write_dataset(tmp_path, batches=(4,))
+    # 2048 rows (~1 ms a call here): a CPU reference of microseconds is rarely quiet enough to keep
+    ds = write_dataset(tmp_path, batches=(2048,))
     cache, workers = tmp_path / "cache", tmp_path / "workers"
     build_file = tmp_path / "build.json"
     compile_job(str(ds), "solutions/tests/rmsnorm/rms_h256/torch_value.json", "definitions/rmsnorm/rms_h256.json",
                 str(build_file), str(tmp_path / "compile.log"), cache_dir=str(cache))
     ts = TraceSet.from_path(ds)
     definition = ts.definitions["rms_h256"]
-    workload = next(t for t in ts.workloads_for("rms_h256") if t.workload.uuid == "rms_h256_b4")
-    config = EvalConfig(device="cpu", worker_dir=str(workers), cache_dir=str(cache), iterations=5, max_time_s=0.05,
+    workload = next(t for t in ts.workloads_for("rms_h256") if t.workload.uuid == "rms_h256_b2048")
+    config = EvalConfig(device="cpu", worker_dir=str(workers), cache_dir=str(cache), iterations=5, max_time_s=0.2,
                         timeout_s=60)
     build = BuildResult.from_dict(json.loads(build_file.read_text()))
     api = request_for(definition, "torch_value", workload, build, config, ds)
     as_file = {**api, "definition": json.loads((ds / "definitions/rmsnorm/rms_h256.json").read_text())}
     assert as_file["definition"] != api["definition"]  # the file leaves defaults out
+    from flashinfer_bench.bench.speedup import reusable_reference
+
+    def reference_of(trace) -> dict:
+        extra = trace.evaluation.correctness.extra
+        return {"converged": extra.get("reference_converged"), "noisy": extra.get("reference_noisy"),
+                "samples": extra.get("reference_samples", 0), "cached": extra.get("reference_cached")}
+
+    # only a converged, quiet reference timing is kept for later requests (a noisy one is timed
+    # again): on a loaded machine the first door may need a few tries to get one worth keeping
+    firsts = []
     try:
-        first = send_request(as_file, "cpu")
+        for _ in range(6):
+            firsts.append(send_request(as_file, "cpu"))
+            ref = reference_of(firsts[-1])
+            if ref["cached"] or reusable_reference(ref):
+                break
+        else:
+            raise AssertionError(f"no reusable reference timing in 6 tries: {[reference_of(t) for t in firsts]}")
         second = send_request(api, "cpu")
     finally:
         shutdown_worker("cpu", config)
-    for t in (first, second):
+    for t in (*firsts, second):
         assert t.evaluation.status.value == "PASSED", t.evaluation.log
-    extra = [t.evaluation.correctness.extra for t in (first, second)]
-    assert [e.get("reference_cached") for e in extra] == [False, True], extra
+    assert reference_of(firsts[0])["cached"] is False  # the first request of the worker timed it
+    assert reference_of(second)["cached"] is True, [reference_of(t) for t in (*firsts, second)]

@@ -352,7 +352,8 @@ def host_limit(ready: Optional[Dict[str, Any]]) -> int:
 # ----------------------------------------------------------------------------- the reference
 _REF_EXTRA = {
     "reference_iqr_ms": "iqr_ms", "reference_samples": "samples", "reference_latency_ms_median": "median_ms",
-    "reference_noisy": "noisy", "reference_gate_mode": "gate_mode",
+    "reference_noisy": "noisy", "reference_gate_mode": "gate_mode", "reference_converged": "converged",
+    "reference_rel_ci": "rel_ci",
 }
 
 
