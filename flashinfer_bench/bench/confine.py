@@ -98,7 +98,7 @@ def prepare(
     gpu_runner = os.environ.get("CUDA_VISIBLE_DEVICES", None) != ""
     _STATE["host_pid"] = ns.host_pid()  # before a private /proc hides the host's numbering
     _STATE["whole_proc"] = False
-    if settings.mounts_wanted():
+    if settings.mounts_wanted(gpu_runner):
         # everything read-only but scratch (a bounded tmpfs), the logs, the roofline cache (and
         # /dev/shm for CUDA): no metadata changes outside scratch; a private /proc in a pid namespace
         try:
@@ -112,7 +112,7 @@ def prepare(
         except OSError as e:
             _STATE["notes"]["mounts"] = f"failed: {e}"
     else:
-        _STATE["notes"]["mounts"] = "off (FIB_SANDBOX_RO_MOUNTS=0)"
+        _STATE["notes"]["mounts"] = "off (FIB_SANDBOX_RO_MOUNTS; default off where a GPU is visible)"
     if gpu_runner and ll.abi_version() > 0:
         # On the H100 machine a runner restricted before CUDA init failed cudaGetDeviceCount
         # (error 304): the driver reads and opens more than the policy allows at init. CUDA

@@ -6,7 +6,8 @@ Python and the toolchain, and of /proc only system entries and its own directory
 process's command line or environment); no sockets, ptrace, namespaces, mounts or extended
 attributes (seccomp); no capabilities; an allow-listed environment (no exported secrets); a
 private mount namespace where everything but the build directory is read-only (no utime, chmod,
-setxattr on anything outside; FIB_SANDBOX_RO_MOUNTS=0 turns it off); no core files,
+setxattr on anything outside; where no GPU is visible, see FIB_SANDBOX_RO_MOUNTS; seccomp refuses
+metadata changes everywhere); no core files,
 at most FIB_SANDBOX_NOFILE open files; HOME and TMPDIR inside the build directory; orphans come
 back to this process (subreaper) and every process the build started is killed when it ends. On
 a GPU machine CUDA is initialised first (Landlock before CUDA init broke the driver on the H100
@@ -61,7 +62,7 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     gpu = _gpu_visible()
     if gpu:
         notes["cuda_init"] = _init_cuda()
-    if settings.mounts_wanted():
+    if settings.mounts_wanted(gpu):
         try:
             if os.geteuid() != 0:  # without CAP_SYS_ADMIN: a user namespace of our own first
                 ns.enter_namespaces(want_pid=False)

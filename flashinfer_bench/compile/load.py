@@ -97,12 +97,28 @@ def _writable(cache: Path) -> str:
     if not scratch:
         return str(cache)
     import hashlib
-    import shutil
 
     dest = Path(scratch) / "caches" / hashlib.sha256(str(cache).encode()).hexdigest()[:16]
     if not dest.is_dir():
         if cache.is_dir():
-            shutil.copytree(cache, dest, symlinks=True, dirs_exist_ok=True)
+            _copy_contents(cache, dest)
         else:
             dest.mkdir(parents=True, exist_ok=True)
     return str(dest)
+
+
+def _copy_contents(src: Path, dest: Path) -> None:
+    """Files, directories and links of `src` under `dest`, without their metadata: the runner's
+    seccomp filter refuses chmod and utime, which shutil.copytree calls on every file and directory
+    (copy2, copystat)."""
+    import shutil
+
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in [*filenames, *(d for d in dirnames if (Path(dirpath) / d).is_symlink())]:
+            s, d = Path(dirpath) / name, dest / rel / name
+            if s.is_symlink():
+                os.symlink(os.readlink(s), d)
+            else:
+                shutil.copyfile(s, d)

@@ -14,8 +14,8 @@ Environment variables (read by the runner; the worker passes its own environment
     FIB_SANDBOX_SCRATCH_FILES=N   ... holding at most this many files (default 100000)
     FIB_SANDBOX_RO_MOUNTS=auto|1|0  a private mount namespace, read-only but for scratch and the
                                   logs, with the tmpfs scratch and (CPU runners) a private /proc;
-                                  auto (default): on, with or without a GPU (measured on the
-                                  H100: CUDA runners and builds work inside it); 0 turns it off
+                                  auto (default): where no GPU is visible (on the H200 a CUDA
+                                  runner inside it failed CUDA init, error 304); 1 forces it on
 """
 from __future__ import annotations
 
@@ -89,12 +89,18 @@ class Settings:
     scratch_inodes: int = 100_000
     ro_mounts: str = "auto"
 
-    def mounts_wanted(self) -> bool:
-        """The private read-only mount namespace, on unless FIB_SANDBOX_RO_MOUNTS=0. It was off
-        where a GPU is visible until measured there: on the H100 a build child and a runner that
-        changed a dataset file's times and mode (utime, chmod, chown: Landlock does not govern
-        metadata) succeeded without it; with it CUDA runners, Triton and the GPU tests work."""
-        return self.ro_mounts not in ("0", "off", "false", "no")
+    def mounts_wanted(self, gpu: bool) -> bool:
+        """The private read-only mount namespace: by default where no GPU is visible. Turned on
+        with a GPU too (2026-11-23, unmeasured), it made every confined CUDA runner fail CUDA init
+        on the H200 (cudaGetDeviceCount error 304, benchmarks/measured/2026-11-26-session8.md).
+        Metadata changes (utime, chmod, chown, xattrs), which it refuses where it is, are refused
+        everywhere by the seccomp filter; what a GPU runner lacks without it is the private /proc
+        (it has no pid namespace either) and the scratch tmpfs's byte quota."""
+        if self.ro_mounts in ("1", "on", "true", "yes"):
+            return True
+        if self.ro_mounts in ("0", "off", "false", "no"):
+            return False
+        return not gpu
 
     @classmethod
     def from_env(cls) -> "Settings":

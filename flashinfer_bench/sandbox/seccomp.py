@@ -8,9 +8,9 @@ Denied: socket() of any family (no network, no connection to the worker's unix s
 still works), ptrace and cross-process memory access, namespaces (unshare/setns, clone with
 CLONE_NEW*; clone3 answers ENOSYS so libc falls back to clone, whose flags we can see), mounts,
 kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its requests would bypass
-this filter), open_by_handle_at, reboot, swap, clock setting, extended attributes (setting or
-removing one changes a file's metadata, which Landlock does not govern), memfd_secret (memory
-no one else can see). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is denied as a whole.
+this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata (mode, owner, times, extended
+attributes: by path, descriptor or *at call; Landlock does not govern metadata), memfd_secret
+(memory no one else can see). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is denied as a whole.
 
 `install(deny_memfd=True)` also denies memfd_create: an anonymous file's pages are shared memory
 that no process's resident set shows, so a CPU runner (which has no use for it) may not make one;
@@ -98,6 +98,23 @@ DENIED: Dict[str, Tuple[int, int]] = {
     "setxattrat": (463, errno.EPERM),
     "removexattrat": (466, errno.EPERM),
     "memfd_secret": (447, errno.EPERM),
+    # a file's mode, owner and times, by path, by descriptor and by the *at calls: Landlock governs
+    # opening files, not their metadata, and the read-only mount namespace that refuses these is
+    # not there for CUDA runners (it broke CUDA init on the H200) nor with FIB_SANDBOX_RO_MOUNTS=0.
+    # Denied everywhere, scratch included: one rule on every device (compile.load copies without
+    # metadata; a linker's chmod of its output fails quietly, the output still loads)
+    "chmod": (90, errno.EPERM),
+    "fchmod": (91, errno.EPERM),
+    "chown": (92, errno.EPERM),
+    "fchown": (93, errno.EPERM),
+    "lchown": (94, errno.EPERM),
+    "utime": (132, errno.EPERM),
+    "utimes": (235, errno.EPERM),
+    "fchownat": (260, errno.EPERM),
+    "futimesat": (261, errno.EPERM),
+    "fchmodat": (268, errno.EPERM),
+    "utimensat": (280, errno.EPERM),
+    "fchmodat2": (452, errno.EPERM),
 }
 MEMFD_CREATE = ("memfd_create", 319)
 _CLONE = 56

@@ -65,10 +65,12 @@ def _build(lab: Lab, name: str, victim: Dict, **targets) -> Tuple[object, str]:
     return r, (r.log or "") + (r.message or "")
 
 
-def test_metadata_changes_at_build_are_refused(lab: Lab, victim: Dict, unchanged) -> None:
+@pytest.mark.parametrize("mounts", ["1", "0"], ids=["mount namespace", "no mount namespace (as with a GPU)"])
+def test_metadata_changes_at_build_are_refused(lab: Lab, victim: Dict, unchanged, mounts: str) -> None:
     files = [Path(lab.targets()["trace_file"]), Path(lab.targets()["other_solution_json"]), victim["source"]]
     before = {p: _meta(p) for p in files}
-    r, log = _build(lab, "build_metadata", victim)
+    with env_vars({"FIB_SANDBOX_RO_MOUNTS": mounts}):
+        r, log = _build(lab, "build_metadata", victim, mounts=mounts)  # its own source: built, not cached
     report = next((line for line in log.splitlines() if "METADATA REPORT" in line), "")
     assert report, log[-2000:]
     assert "BREACH" not in report and report.count("denied:") == 12, report

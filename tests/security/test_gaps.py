@@ -16,10 +16,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
-from flashinfer_bench.bench.client import ping_worker
+import pytest
 
-from .conftest import SECRET, Lab, flags
+from flashinfer_bench.bench.client import ping_worker, shutdown_worker
+
+from .conftest import SECRET, Lab, flags, tree_digest
 
 
 def _assert_next_is_fine(lab: Lab) -> None:
@@ -88,17 +91,37 @@ def _meta(p: Path):
     return st.st_mode, st.st_mtime_ns, xs
 
 
-def test_metadata_outside_scratch_cannot_change(lab: Lab, unchanged) -> None:
+@pytest.fixture(scope="module")
+def lab_without_mounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """Runners without the read-only mount namespace: what a runner gets where a GPU is visible
+    (on the H200 a CUDA runner inside it failed CUDA init, error 304) or FIB_SANDBOX_RO_MOUNTS=0."""
+    lab = Lab(tmp_path_factory.mktemp("security-nomounts"))
+    lab.start(env={"FIB_SANDBOX_RO_MOUNTS": "0"})
+    yield lab
+    shutdown_worker("cpu", lab.config)
+    lab.cleanup()
+
+
+@pytest.mark.parametrize("attack, tries", [("metadata_outside", 12), ("metadata_by_fd", 21)])
+@pytest.mark.parametrize("mounts", ["mount namespace", "no mount namespace (as with a GPU)"])
+def test_metadata_outside_scratch_cannot_change(lab: Lab, lab_without_mounts: Lab, mounts: str, attack: str,
+                                                tries: int) -> None:
+    """utime, chmod, chown and xattrs, by path, by descriptor and by the *at calls: denied with and
+    without the mount namespace (seccomp denies them all; the read-only mounts add EROFS)."""
+    lab = lab if mounts == "mount namespace" else lab_without_mounts
     tg = lab.targets()
     files = [Path(tg["trace_file"]), Path(tg["other_solution_json"]), Path(tg["other_artifact_file"])]
     before = {p: _meta(p) for p in files}
-    t = lab.run("metadata_outside")
+    digest = tree_digest(lab.dataset)
+    t = lab.run(attack)
     ev = t.evaluation
     report = _line(ev.log, "METADATA REPORT")
-    assert report and "BREACH" not in report and report.count("denied:") == 12, ev.log[-2000:]
+    assert report and "BREACH" not in report and report.count("denied:") == tries, ev.log[-2000:]
     assert {p: _meta(p) for p in files} == before
-    assert "mountns" in str(ev.environment.model_dump().get("sandbox", ""))
-    unchanged()
+    assert tree_digest(lab.dataset) == digest
+    sandbox = str(ev.environment.model_dump().get("sandbox", ""))
+    assert ("mountns" in sandbox) == (mounts == "mount namespace"), sandbox
+    assert ev.status.value == "PASSED", ev.log[-2000:]  # the attack's own honest answer still counts
 
 
 def _du(root: Path) -> int:
