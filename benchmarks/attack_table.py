@@ -97,6 +97,10 @@ def latency(t: Trace) -> Optional[float]:
     return p.latency_ms if p is not None else None
 
 
+def _first_line(log: Optional[str]) -> str:
+    return next((ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("---")), "")[:160]
+
+
 def _ms(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.4g}"
 
@@ -142,10 +146,14 @@ def main() -> None:
                          "speedup": round(speedup(t), 3), "honest_speedup": round(speedup(base), 3),
                          "flags": sorted(fl), "honest_ok": ok, "honest_ms": [lb, la], "seconds": round(secs, 1),
                          "witness": ((ev.correctness.extra or {}) if ev.correctness else {}).get("witness")})
-            why = next((ln.strip() for ln in (ev.log or "").splitlines() if ln.strip() and not ln.startswith("---")), "")[:110]
+            why = _first_line(ev.log)[:110]
             rows[-1]["why"] = why
+            harmed = "" if ok else "".join(
+                f"\n    honest {when}: {h.evaluation.status.value} {_first_line(h.evaluation.log)}"
+                for when, h in (("before", before), ("after", after)) if h.evaluation.status.value != "PASSED")
+            rows[-1]["honest_status"] = [before.evaluation.status.value, after.evaluation.status.value]
             print(f"{name:26s} {st:19s} {outcome:9s} x{speedup(t):<7.3g} honest {'ok' if ok else 'HARMED'} "
-                  f"({_ms(lb)} -> {_ms(la)} ms) flags {','.join(sorted(fl))[:70]} [{secs:.1f} s]\n    {why}", flush=True)
+                  f"({_ms(lb)} -> {_ms(la)} ms) flags {','.join(sorted(fl))[:70]} [{secs:.1f} s]\n    {why}{harmed}", flush=True)
     shutdown_worker(dev, lab.config)
     lab.cleanup()
 
