@@ -148,6 +148,20 @@ def test_scratch_is_bounded_and_goes_with_the_runner(lab: Lab) -> None:
     assert _du(lab.worker_dir) < 64 << 20
 
 
+def test_scratch_on_disk_is_bounded_without_the_mount_namespace(lab_without_mounts: Lab) -> None:
+    """Where the runner has no tmpfs scratch (no mount namespace: CUDA runners), its scratch is a
+    directory on the worker's disk: the supervisor measures it while the solution runs and stops
+    the runner past the same quota (bytes and files), and the directory goes with the runner."""
+    lab = lab_without_mounts
+    t = lab.run("scratch_fill", FILES=40, MB=15, INODES=50_000)  # 600 MiB, 50k files vs 256 MiB, 20k
+    ev = t.evaluation
+    assert ev.status.value != "PASSED", ev.log[-2000:]
+    assert "scratch quota exceeded" in ev.log and "FIB_SANDBOX_SCRATCH" in ev.log, ev.log[-2000:]
+    assert "BREACH" not in ev.log
+    _assert_next_is_fine(lab)
+    assert _du(lab.worker_dir) < 64 << 20  # nothing of it left on the disk
+
+
 def test_anonymous_memory_files_are_refused_on_the_cpu(lab: Lab) -> None:
     t = lab.run("memfd_fill", N=200, MB=15)  # 3 GiB against a 2 GiB limit
     ev = t.evaluation

@@ -16,9 +16,11 @@ import math
 import os
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ...sandbox.policy import Settings
 from . import channel
 
 STATUSES = {
@@ -182,15 +184,51 @@ def scratch_bytes(view: Optional[str]) -> int:
     return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
+def disk_usage(root: str, max_files: int) -> Tuple[int, int]:
+    """(bytes allocated, files) under `root`, links not followed; stops counting files once past
+    `max_files` (the answer is then over the quota anyway, and the walk stays bounded)."""
+    total, files = 0, 0
+    stack = [root]
+    while stack:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                files += 1
+                if files > max_files:
+                    return total, files
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+                    total += e.stat(follow_symlinks=False).st_blocks * 512
+                except OSError:
+                    continue
+    return total, files
+
+
+@dataclass(frozen=True)
+class DiskScratch:
+    """A runner's scratch that is a directory on the worker's disk (no mount namespace, hence no
+    tmpfs with its quota: CUDA runners), and the quota the supervisor holds it to instead."""
+    path: str
+    max_bytes: int
+    max_files: int
+
+
 class MemoryWatch:
     """Kill the runner's process group when its memory passes `limit` bytes: the tree's resident
     memory, plus the tmpfs scratch it filled (`scratch_view`), plus shared memory its processes
-    hold through descriptors (memfd, /dev/shm; looked at every `fd_every`-th poll)."""
+    hold through descriptors (memfd, /dev/shm; looked at every `fd_every`-th poll); or when its
+    scratch on disk (`disk_scratch`, where it has no tmpfs) passes its quota of bytes or files
+    (looked at every `fd_every`-th poll too)."""
 
     def __init__(self, pid: int, limit: int, interval: float = 0.1, scratch_view: Optional[str] = None,
-                 fd_every: int = 3) -> None:
+                 fd_every: int = 3, disk_scratch: Optional[DiskScratch] = None) -> None:
         self.pid, self.limit, self.interval = pid, limit, interval
         self.scratch_view = scratch_view
+        self.disk_scratch = disk_scratch
         self.fd_every = max(1, fd_every)
         self.tripped: Optional[str] = None
         self.peak = 0
@@ -204,9 +242,14 @@ class MemoryWatch:
         view = None
         mounts = (c.get("notes") or {}).get("mounts")
         rpid = (ready or {}).get("pid")
+        disk = None
         if isinstance(mounts, dict) and mounts.get("scratch_tmpfs") and c.get("scratch_dir") and isinstance(rpid, int):
             view = f"/proc/{rpid}/root{c['scratch_dir']}"
-        return cls(pid, host_limit(ready), scratch_view=view)
+        elif c.get("scratch_dir"):
+            settings = Settings.from_env()  # the runner's own: the worker passes it its environment
+            if settings.enabled:
+                disk = DiskScratch(str(c["scratch_dir"]), settings.scratch_bytes, settings.scratch_inodes)
+        return cls(pid, host_limit(ready), scratch_view=view, disk_scratch=disk)
 
     def _run(self) -> None:
         shm = 0
@@ -216,6 +259,10 @@ class MemoryWatch:
             pids = _tree(self.pid)
             if n % self.fd_every == 1 or self.fd_every == 1:
                 shm = fd_shmem_bytes(pids)
+                if self.disk_scratch is not None and self._disk_scratch_over():
+                    return
+            if self.limit <= 0:
+                continue  # the scratch quota alone
             rss = tree_rss_bytes(self.pid)
             scratch = scratch_bytes(self.scratch_view)
             if rss + scratch + shm > self.limit:  # forked children count shared pages again: look closer
@@ -238,8 +285,25 @@ class MemoryWatch:
                     pass
                 return
 
+    def _disk_scratch_over(self) -> bool:
+        d = self.disk_scratch
+        assert d is not None
+        used, files = disk_usage(d.path, d.max_files)
+        if used <= d.max_bytes and files <= d.max_files:
+            return False
+        self.tripped = (
+            f"scratch quota exceeded: the runner's scratch directory held {used / 2**20:.0f} MiB in "
+            f"{files}{'+' if files > d.max_files else ''} files, over {d.max_bytes / 2**20:.0f} MiB or "
+            f"{d.max_files} files (FIB_SANDBOX_SCRATCH_MB, FIB_SANDBOX_SCRATCH_FILES); the runner was killed"
+        )
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        return True
+
     def __enter__(self) -> "MemoryWatch":
-        if self.limit > 0:
+        if self.limit > 0 or self.disk_scratch is not None:
             self._thread.start()
         return self
 
