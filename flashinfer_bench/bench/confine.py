@@ -227,7 +227,8 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
             try:
                 rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"],
                                    whole_proc=st.get("whole_proc", False))
-                info = rs.apply()
+                # CUDA's threads exist by now: bind them too where the kernel can (docs/security.md)
+                info = rs.apply(all_threads=True)
                 layers.append("landlock")
                 notes["landlock"] = {**info, **ll.describe_rules(rs), "applied": "after CUDA init"}
             except OSError as e:

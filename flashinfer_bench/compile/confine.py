@@ -72,7 +72,8 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
             notes["mounts"] = f"failed: {e}"
     if ll.abi_version() > 0:
         try:
-            build_ruleset(work_dir, [], None, shm=False, whole_proc=False).apply()
+            # after CUDA init on a GPU machine: bind the driver's threads too where the kernel can
+            notes["landlock"] = build_ruleset(work_dir, [], None, shm=False, whole_proc=False).apply(all_threads=gpu)
             layers.append("landlock")
         except OSError as e:
             notes["landlock"] = f"failed: {e}"

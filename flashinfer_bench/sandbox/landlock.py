@@ -43,6 +43,7 @@ NET_BIND_TCP = 1 << 0  # ABI 4
 NET_CONNECT_TCP = 1 << 1
 SCOPE_ABSTRACT_UNIX = 1 << 0  # ABI 6
 SCOPE_SIGNAL = 1 << 1
+RESTRICT_SELF_TSYNC = 1 << 3  # ABI 8: the ruleset binds every thread of the process
 
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
 READ = EXECUTE | READ_FILE | READ_DIR
@@ -103,8 +104,14 @@ class Ruleset:
             else:
                 self.skipped.append(s)
 
-    def apply(self, deny_tcp: bool = True, scope: bool = True) -> Dict[str, object]:
-        """Enforce (sets no_new_privs, which Landlock requires). Returns what was handled."""
+    def apply(self, deny_tcp: bool = True, scope: bool = True, all_threads: bool = False) -> Dict[str, object]:
+        """Enforce (sets no_new_privs, which Landlock requires). Returns what was handled.
+
+        Landlock binds the calling thread and the threads it starts later. `all_threads` asks for
+        every thread of the process (LANDLOCK_RESTRICT_SELF_TSYNC, ABI 8, Linux 7.0): a CUDA
+        runner is restricted after CUDA init, when the driver's threads already exist, and code
+        that runs on one of them (a host callback) would otherwise be outside the domain. On an
+        older kernel the answer says "calling thread and its later threads"."""
         handled = _fs_rights(self.abi)
         attr = _Attr(handled, 0, 0)
         size = 8
@@ -137,12 +144,21 @@ class Ruleset:
                 finally:
                     os.close(pfd)
             _sys.prctl(_sys.PR_SET_NO_NEW_PRIVS, 1)
-            _sys.syscall("landlock_restrict_self", fd, ctypes.c_uint32(0))
+            threads = "calling thread and its later threads"
+            if all_threads and self.abi >= 8:
+                try:
+                    _sys.syscall("landlock_restrict_self", fd, ctypes.c_uint32(RESTRICT_SELF_TSYNC))
+                    threads = "all"
+                except OSError as e:
+                    if e.errno != errno.EINVAL:
+                        raise
+            if threads != "all":
+                _sys.syscall("landlock_restrict_self", fd, ctypes.c_uint32(0))
         finally:
             os.close(fd)
         return {
             "abi": self.abi, "tcp_denied": bool(attr.handled_access_net), "scoped": bool(attr.scoped),
-            "rules": len(self.rules),
+            "rules": len(self.rules), "threads": threads,
         }
 
 

@@ -103,15 +103,29 @@ def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
 
 
 def test_metadata_and_proc_on_the_gpu_machine(gpu_lab: Lab, unchanged) -> None:
-    """Extended attributes are refused everywhere (seccomp), utime/chmod/chown by the read-only
-    mount namespace CUDA runners now get too; the host's processes are out of sight (/proc
-    narrowed to system entries and the runner's own)."""
-    t = gpu_lab.run("metadata_outside")
-    log = t.evaluation.log
-    assert "BREACH" not in log, log[-2000:]
-    sandbox = t.evaluation.environment.model_dump().get("sandbox", "")
-    assert "mountns" in sandbox, sandbox
-    print("GPU METADATA", next((x for x in log.splitlines() if "METADATA REPORT" in x), ""))
+    """A file's mode, owner, times and extended attributes cannot change (seccomp, on every device;
+    CUDA runners have no read-only mount namespace: it broke CUDA init on the H200), by path or by
+    descriptor; the host's processes are out of sight (/proc narrowed to system entries and the
+    runner's own)."""
+    for attack, tries in (("metadata_outside", 12), ("metadata_by_fd", 21)):
+        t = gpu_lab.run(attack)
+        log = t.evaluation.log
+        report = next((x for x in log.splitlines() if "METADATA REPORT" in x), "")
+        assert report and "BREACH" not in report and report.count("denied:") == tries, log[-2000:]
+        print("GPU METADATA", attack, report[:200])
     p = gpu_lab.run("proc_snoop")
     assert gpu_lab.marker not in p.model_dump_json()
     assert "found: []" in p.evaluation.log or "denied: /proc" in p.evaluation.log, p.evaluation.log[-2000:]
+
+
+def test_code_on_the_drivers_threads_stays_confined(gpu_lab: Lab, unchanged) -> None:
+    """A host function enqueued with cudaLaunchHostFunc runs on a thread of the CUDA driver, which
+    may predate the runner's Landlock rules (applied after CUDA init; all threads only with
+    Linux 7.0's LANDLOCK_RESTRICT_SELF_TSYNC): its writes outside scratch must fail too."""
+    t = gpu_lab.run("gpu_host_callback_write")
+    log = t.evaluation.log
+    report = next((x for x in log.splitlines() if "CALLBACK REPORT" in x), "")
+    print("GPU CALLBACK", report[:400], "| landlock:", (t.evaluation.environment.model_dump().get("sandbox", "")))
+    assert report and "callback did not run" not in report, log[-2000:]
+    assert "BREACH" not in report, report
+    assert not gpu_lab.breaches()
