@@ -123,6 +123,9 @@ def main() -> None:
         return evaluate_via_worker(lab.definition, lab.good, w, lab.good_build, lab.config, dataset_root=lab.dataset)
 
     base = honest(wl)  # the honest solution of the attacks' work, their speedup's yardstick
+    sandbox = str(base.evaluation.environment.model_dump().get("sandbox", "")) or "none"
+    # a table measured without the sandbox (e.g. device_session.sh's unconfined fallback) says so
+    print(f"sandbox of the honest runner: {sandbox}", flush=True)
     rows: List[Dict[str, Any]] = []
     t_all = time.monotonic()
     with env_vars({**LIMITS, **SECRET}):
@@ -157,7 +160,8 @@ def main() -> None:
     shutdown_worker(dev, lab.config)
     lab.cleanup()
 
-    print(f"\n## attacks on {dev} ({len(rows)} in {time.monotonic() - t_all:.0f} s; honest speedup x{speedup(base):.3g})\n")
+    print(f"\n## attacks on {dev} ({len(rows)} in {time.monotonic() - t_all:.0f} s; honest speedup x{speedup(base):.3g}; "
+          f"sandbox {sandbox})\n")
     print(f"{'class':22s} {'tried':>5s} {'rejected':>8s} {'flagged':>7s} {'contained':>9s} {'GAIN':>5s} {'honest harmed':>13s}")
     for c in sorted({r["class"] for r in rows}) + ["all"]:
         rs = [r for r in rows if c in ("all", r["class"])]

@@ -577,16 +577,18 @@ class _Witness:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
         the reference runner; then the null call on the same inputs if `with_null()` says so."""
         seed = int.from_bytes(os.urandom(8), "big") >> 2
-        folders: List[_Folder] = []
         try:
             fr = _Folder(self.rr)
-            folders.append(fr)
+        except OSError as e:  # the reference runner's scratch: the harness's side
+            raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
+        try:
             fs = _Folder(self.r)
-            folders.append(fs)
         except OSError as e:
-            for f in folders:
-                f.remove()
-            raise _Abort("unwitnessed", f"no scratch folder for the witness ({e})") from e
+            # the solution's own scratch refused it (filled to its quota, say): giving up with
+            # "not witnessed" would let a solution choose not to be checked
+            fr.remove()
+            raise _Abort("failed", f"the solution's scratch refused the witness's folder ({e})") from e
+        folders = [fr, fs]
         try:
             made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
                                                            "seed": seed, "k": self.k, "folder": fr.name})
