@@ -94,8 +94,9 @@ class Settings:
         with a GPU too (2026-11-23, unmeasured), it made every confined CUDA runner fail CUDA init
         on the H200 (cudaGetDeviceCount error 304, benchmarks/measured/2026-11-26-session8.md).
         Metadata changes (utime, chmod, chown, xattrs), which it refuses where it is, are refused
-        everywhere by the seccomp filter; what a GPU runner lacks without it is the private /proc
-        (it has no pid namespace either) and the scratch tmpfs's byte quota."""
+        everywhere by the seccomp filter, and the supervisor holds a scratch on disk to the tmpfs's
+        quota (supervise.MemoryWatch); what a GPU runner lacks without it is the private /proc (it
+        has no pid namespace either)."""
         if self.ro_mounts in ("1", "on", "true", "yes"):
             return True
         if self.ro_mounts in ("0", "off", "false", "no"):

@@ -8,9 +8,10 @@ Denied: socket() of any family (no network, no connection to the worker's unix s
 still works), ptrace and cross-process memory access, namespaces (unshare/setns, clone with
 CLONE_NEW*; clone3 answers ENOSYS so libc falls back to clone, whose flags we can see), mounts,
 kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its requests would bypass
-this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata (mode, owner, times, extended
-attributes: by path, descriptor or *at call; Landlock does not govern metadata), memfd_secret
-(memory no one else can see). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is denied as a whole.
+this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata (mode, owner,
+times, extended attributes: by path, descriptor or *at call; Landlock does not govern metadata),
+memfd_secret (memory no one else can see). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
+denied as a whole.
 
 `install(deny_memfd=True)` also denies memfd_create: an anonymous file's pages are shared memory
 that no process's resident set shows, so a CPU runner (which has no use for it) may not make one;

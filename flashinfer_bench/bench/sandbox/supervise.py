@@ -275,15 +275,10 @@ class MemoryWatch:
                     parts += f" + {scratch / 2**30:.2f} GiB in its tmpfs scratch"
                 if shm:
                     parts += f" + {shm / 2**30:.2f} GiB of shared memory held by descriptors"
-                self.tripped = (
+                return self._trip(
                     f"host memory limit exceeded: the runner and its processes held {parts}, over the "
                     f"limit of {self.limit / 2**30:.2f} GiB (FIB_SANDBOX_HOST_MEM_GB); the runner was killed"
                 )
-                try:
-                    os.killpg(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                return
 
     def _disk_scratch_over(self) -> bool:
         d = self.disk_scratch
@@ -291,16 +286,20 @@ class MemoryWatch:
         used, files = disk_usage(d.path, d.max_files)
         if used <= d.max_bytes and files <= d.max_files:
             return False
-        self.tripped = (
+        self._trip(
             f"scratch quota exceeded: the runner's scratch directory held {used / 2**20:.0f} MiB in "
             f"{files}{'+' if files > d.max_files else ''} files, over {d.max_bytes / 2**20:.0f} MiB or "
             f"{d.max_files} files (FIB_SANDBOX_SCRATCH_MB, FIB_SANDBOX_SCRATCH_FILES); the runner was killed"
         )
+        return True
+
+    def _trip(self, why: str) -> None:
+        """Record which limit the runner passed and kill its process group."""
+        self.tripped = why
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except OSError:
             pass
-        return True
 
     def __enter__(self) -> "MemoryWatch":
         if self.limit > 0 or self.disk_scratch is not None:
