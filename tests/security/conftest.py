@@ -149,13 +149,23 @@ class Lab:
             p.unlink()
 
 
+@contextmanager
+def running_lab(tmp: Path, env: Optional[Dict[str, str]] = None) -> Iterator[Lab]:
+    """A Lab whose confined CPU worker runs with `env` added to its environment, shut down and
+    cleaned after."""
+    lab = Lab(tmp)
+    lab.start(env=env)
+    try:
+        yield lab
+    finally:
+        shutdown_worker("cpu", lab.config)
+        lab.cleanup()
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(tmp_path_factory.mktemp("security"))
-    lab.start()
-    yield lab
-    shutdown_worker("cpu", lab.config)
-    lab.cleanup()
+    with running_lab(tmp_path_factory.mktemp("security")) as lab:
+        yield lab
 
 
 @pytest.fixture
@@ -184,4 +194,4 @@ def flags(t: Trace) -> set:
     return set((ev.correctness.extra or {}).get("flags", [])) if ev and ev.correctness else set()
 
 
-__all__ = ["SECRET", "Lab", "flags", "tree_digest", "env_vars", "GOOD_VR", "shutil"]
+__all__ = ["SECRET", "Lab", "flags", "tree_digest", "env_vars", "running_lab", "GOOD_VR", "shutil"]

@@ -20,9 +20,9 @@ from typing import Iterator
 
 import pytest
 
-from flashinfer_bench.bench.client import ping_worker, shutdown_worker
+from flashinfer_bench.bench.client import ping_worker
 
-from .conftest import SECRET, Lab, flags, tree_digest
+from .conftest import SECRET, Lab, flags, running_lab, tree_digest
 
 
 def _assert_next_is_fine(lab: Lab) -> None:
@@ -95,11 +95,8 @@ def _meta(p: Path):
 def lab_without_mounts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """Runners without the read-only mount namespace: what a runner gets where a GPU is visible
     (on the H200 a CUDA runner inside it failed CUDA init, error 304) or FIB_SANDBOX_RO_MOUNTS=0."""
-    lab = Lab(tmp_path_factory.mktemp("security-nomounts"))
-    lab.start(env={"FIB_SANDBOX_RO_MOUNTS": "0"})
-    yield lab
-    shutdown_worker("cpu", lab.config)
-    lab.cleanup()
+    with running_lab(tmp_path_factory.mktemp("security-nomounts"), env={"FIB_SANDBOX_RO_MOUNTS": "0"}) as lab:
+        yield lab
 
 
 @pytest.mark.parametrize("attack, tries", [("metadata_outside", 12), ("metadata_by_fd", 21)])

@@ -21,11 +21,11 @@ from typing import Dict, Iterator, Optional
 
 import pytest
 
-from flashinfer_bench.bench.client import evaluate_via_worker, shutdown_worker
+from flashinfer_bench.bench.client import evaluate_via_worker
 from flashinfer_bench.data import Trace
 
 from tests.bench.conftest import rms_workload
-from .conftest import Lab, flags
+from .conftest import Lab, flags, running_lab
 
 WL = rms_workload(16, uuid="rms_witnessed")
 SMALL = rms_workload(8, uuid="rms_small")
@@ -120,11 +120,8 @@ def test_a_content_cache_across_evaluations_gains_nothing(lab: Lab) -> None:
 
 @pytest.fixture(scope="module")
 def lab_without_witness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    lab = Lab(tmp_path_factory.mktemp("no-witness"))
-    lab.start(env={"FIB_WITNESS": "off"})
-    yield lab
-    shutdown_worker("cpu", lab.config)
-    lab.cleanup()
+    with running_lab(tmp_path_factory.mktemp("no-witness"), env={"FIB_WITNESS": "off"}) as lab:
+        yield lab
 
 
 @pytest.mark.skipif(not SHOW, reason="FIB_TEST_SHOW_ATTACKS=1 shows the attacks working without the witness")
