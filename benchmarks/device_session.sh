@@ -40,6 +40,7 @@ for s in "$@"; do
   fi
   case $s in
     gputests) step gputests 420 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests ;;
+    gputests-v) step gputests 480 python3 -m pytest -m gpu -v -rfE --tb=short --durations=12 -p no:cacheprovider tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security ;;
     gputests-k) step gputests 290 python3 -m pytest -m gpu -q -rfE --durations=15 -p no:cacheprovider tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security ;;
     gputests-focus) step gputests-focus 200 python3 -m pytest -m gpu -v -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "timer_patch or physical_floor or jit_compiled" ;;
     gputests-files) for f in tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security; do

@@ -46,6 +46,9 @@ def enter():
         for w in (str(scratch), "/dev/shm"):
             mounts._setattr(w, 0, mounts.MOUNT_ATTR_RDONLY, recursive=True) if os.path.ismount(w) else None
         done.append(f"setattr {attr:#x}")
+    if "writable_dev" in layers and os.path.ismount("/dev"):
+        mounts._setattr("/dev", 0, mounts.MOUNT_ATTR_RDONLY, recursive=False)
+        done.append("/dev writable")
     if "private_dirs" in layers:
         for k, sub in (("TMPDIR", "tmp"), ("HOME", "home"), ("CUDA_CACHE_PATH", "nv"), ("TRITON_HOME", "triton")):
             (scratch / sub).mkdir(parents=True, exist_ok=True)
@@ -82,17 +85,21 @@ def main() -> None:
     for i in range(1, len(LAYERS) + 1):
         variants.append((LAYERS[:i], "before"))
     variants += [(LAYERS, "after"), (LAYERS[:-1], "after")]
+    # is it the device nodes? the read-only root but /dev left writable, before CUDA init
+    variants += [(LAYERS[:4] + ["writable_dev"], "before"), (LAYERS + ["writable_dev"], "before")]
     for layers, when in variants:
         with tempfile.TemporaryDirectory(prefix="fib-mount-probe-") as tmp:
             scratch = Path(tmp) / "scratch"
             scratch.mkdir()
-            code = CHILD.replace("REPO", repr(str(REPO)))
-            p = subprocess.run([sys.executable, "-c", code, json.dumps(layers), when, str(scratch)],
+            child = Path(tmp) / "probe_child.py"  # Triton's @jit needs a source file
+            child.write_text(CHILD.replace("REPO", repr(str(REPO))))
+            p = subprocess.run([sys.executable, str(child), json.dumps(layers), when, str(scratch)],
                                capture_output=True, text=True, timeout=120)
         line = next((ln for ln in p.stdout.splitlines() if ln.startswith("PROBE ")), None)
         err = next((ln.strip() for ln in reversed(p.stderr.splitlines()) if "Error" in ln), p.stderr.strip()[-200:])
         ok = line is not None and p.returncode == 0
-        rows.append((when, "+".join(layers) or "(none)", "OK" if ok else f"FAIL rc={p.returncode}: {err[:160]}"))
+        done = json.loads(line[6:])["done"] if ok else []
+        rows.append((when, "+".join(layers) or "(none)", f"OK {done}" if ok else f"FAIL rc={p.returncode}: {err[:160]}"))
         print(f"{when:6s} {rows[-1][1]:70s} {rows[-1][2]}", flush=True)
 
 
