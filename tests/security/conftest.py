@@ -110,7 +110,7 @@ class Lab:
         paths = worker_paths("cpu", self.worker_dir)
         t: Dict[str, object] = {
             "dataset": str(self.dataset), "cache": str(self.cache), "project": str(REPO), "marker": self.marker,
-            "other_solution_json": str(next((self.dataset / "solutions").rglob("*.json"))),
+            "home": str(Path.home()), "other_solution_json": str(next((self.dataset / "solutions").rglob("*.json"))),
             "other_artifact": self.good_build["artifact_dir"], "worker_dir": str(self.worker_dir),
             "worker_socket": str(paths["socket"]), "secret": str(self.secret),
             "logs_dir": str(next(self.worker_dir.glob("*.d")) / "logs"),

@@ -4,8 +4,8 @@ A CUDA runner gets its Landlock rules after CUDA init, and Landlock binds the ca
 the threads it starts later, not the driver's threads that already exist (before Linux 7.0's
 LANDLOCK_RESTRICT_SELF_TSYNC). Tries: enqueue a host function (cudaLaunchHostFunc, through
 ctypes) whose Python body runs on the driver's callback thread and writes a marker file into the
-project, HOME, /tmp and the worker's directory; reports what it could write. On a CPU it only
-computes. Expect: every write denied, no marker file anywhere.
+project, the user's HOME (the runner's own HOME is in its scratch), /tmp and the worker's
+directory; reports what it could write. On a CPU it only computes. Expect: every write denied, no marker file anywhere.
 """
 import ctypes
 import json
@@ -30,7 +30,7 @@ def _libcudart():
 
 def _on_driver_thread(_):
     out = [f"thread {ctypes.CDLL(None).syscall(186)}"]  # gettid
-    for where in (T["project"], os.path.expanduser("~"), "/tmp", T["worker_dir"]):
+    for where in (T["project"], T["home"], "/tmp", T["worker_dir"]):
         p = os.path.join(where, T["marker"])
         try:
             with open(p, "w") as f:
