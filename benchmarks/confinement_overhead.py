@@ -146,7 +146,7 @@ def main() -> int:
     from flashinfer_bench.bench.client import evaluate_via_worker, shutdown_worker, warm_worker
     from flashinfer_bench.bench.config import EvalConfig
     from flashinfer_bench.bench.loader import build_solution
-    from flashinfer_bench.bench.skips import skip_reason
+    from flashinfer_bench.bench.skips import SkipRules
     from flashinfer_bench.data import TraceSet
 
     import yaml
@@ -161,6 +161,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="fib-confine-"))
     cache = Path(args.cache_dir) if args.cache_dir else tmp / "cache"
     ts = TraceSet.from_path(dataset)
+    skips = SkipRules("cpu" if on_cpu else "cuda", cpu_limits)
     jobs: List[Tuple[Any, Any, Any, Dict[str, Any]]] = []
     t0 = time.perf_counter()
     skipped = 0
@@ -170,7 +171,7 @@ def main() -> int:
         n_def = 0
         for sol in ts.solutions_for(dname):
             wls = [wl for wl in ts.workloads_for(dname)
-                   if skip_reason(definition, sol, wl.workload.axes, args.device, cpu_limits) is None]
+                   if skips.reason(definition, sol, wl.workload.axes) is None]
             skipped += len(ts.workloads_for(dname)) - len(wls)
             if not wls:
                 continue

@@ -53,7 +53,8 @@ for s in "$@"; do
     apply) step apply 60 python3 benchmarks/apply_overhead.py --device cuda --upstream-path /tmp/fib012 ;;
     tracing) step tracing 60 python3 benchmarks/tracing_overhead.py --device cuda ;;
     cycle) step cycle 300 python3 benchmarks/cycle_gpu.py ;;
-    confine) step confine 300 python3 benchmarks/confinement_overhead.py --dataset shared/anchor-dataset ;;
+    confine) step confine "${CONFINE_TIMEOUT:-300}" python3 benchmarks/confinement_overhead.py --dataset shared/anchor-dataset ${CONFINE_ARGS:-} ;;
+    gputests-only) step gputests-only 200 python3 -m pytest -m gpu -v -s -rfE --tb=short -p no:cacheprovider ${GPU_TESTS:?name the tests} ;;
     multigpu) step multigpu 230 python3 benchmarks/multi_gpu.py --batches 40 ;;
     families) step families 420 python3 benchmarks/real_families_vs_ncu.py ;;
     evals) step evals 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
