@@ -22,16 +22,18 @@ PASSED, the supervisor checks the two claims that matter with what it observes f
    children add their CPU time. The same request to the reference runner with a null call
    measures the harness's share (mapping inputs, saving outputs): where a round's raw time per
    call is already within the bound it passes without it, else it is subtracted and the fastest
-   of up to `ROUNDS` rounds counts (more rounds when a round has fewer calls; every round's
+   of up to `MAX_ROUNDS` rounds counts (a round within the bound ends it; every round's
    outputs are checked). Mapping instead of reading keeps that share small when the inputs are
    large, so a large weight no longer hides a forged latency (tests/security/test_large_inputs.py).
 
 The result stands when every output checks and the witnessed time per call is at most
 `SLACK` x the claimed latency + `ABS_MS` (on a GPU the claim is device time: the host time per
-call the runner reported is allowed for). Otherwise the trace becomes INCORRECT_NUMERICAL
-(`witness_wrong`) or RUNTIME_ERROR (`timing_disputed`); on a GPU a timing dispute only flags the
-trace unless FIB_WITNESS_GPU=fail (not yet measured on a GPU). Not caught: a forged latency within
-the slack; configurations without a reference runner (fresh_runner_per_solution or
+call the runner reported is allowed for, and `SHARE_NOISE_GPU` of the harness's share: on a GPU
+that share, handing the inputs over and the outputs back, is thousands of times a memory-bound
+kernel's time). Otherwise the trace becomes INCORRECT_NUMERICAL (`witness_wrong`) or RUNTIME_ERROR
+(`timing_disputed`); on a GPU a timing dispute only flags the trace unless FIB_WITNESS_GPU=fail.
+Not caught: a forged latency within the slack (on a GPU: any forged latency of a kernel whose real
+time is under a quarter of its data's handover time); configurations without a reference runner (fresh_runner_per_solution or
 profile_baseline off) and workloads one call of which is over what a round may hand over
 (`MAX_BYTES` on a GPU; `MAX_BYTES_CPU`, a quarter of the scratch, the file-size limit on a CPU):
 those traces say `unwitnessed`; a harness's share that dwarfs the claim where the estimate is
@@ -48,15 +50,23 @@ import json
 import math
 import os
 import time
+import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 K_CALLS = int(os.environ.get("FIB_WITNESS_CALLS", "8"))  # calls per round
-ROUNDS = int(os.environ.get("FIB_WITNESS_ROUNDS", "3"))  # the fastest round counts
-MAX_ROUNDS = 8  # with fewer calls a round, up to ROUNDS * K_CALLS calls in at most this many rounds
+# the fastest round counts; a round within the bound ends the witness, so an honest solution
+# usually costs one round and a disputed one up to this many
+MAX_ROUNDS = int(os.environ.get("FIB_WITNESS_ROUNDS", "8"))
 SLACK = 2.0  # CPU: CPU time in a VM shared with other jobs still varies by ~2x, 0.1 ms per call
 ABS_MS = 0.15
-SLACK_GPU = 3.0  # not yet measured on a GPU: wide, and a dispute only flags there (FIB_WITNESS_GPU)
+SLACK_GPU = 3.0  # wide, and a dispute only flags there (FIB_WITNESS_GPU)
 ABS_MS_GPU = 0.05
+# GPU: the harness's share of a call (handing a call's inputs to the device and its outputs back:
+# ~0.5-1 ms a MiB, thousands of times a memory-bound kernel's time) is measured in the reference
+# runner, another process, and differs from the solution's runner's by up to this fraction of
+# itself (H200, anchor dataset, 2026-11-26): the bound allows for it, so the GPU witness resolves
+# only a forged latency whose real time exceeds that (see docs/security.md)
+SHARE_NOISE_GPU = float(os.environ.get("FIB_WITNESS_GPU_SHARE_NOISE", "0.25"))
 # a round does not judge a claim when the harness's share of a call (loading the inputs, saving
 # the outputs: set by the workload, not by the solution) is over UNRESOLVED_MS and over this many
 # times the claim: that share's noise alone exceeds the slack (flagged witness_unresolved)
@@ -145,14 +155,17 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
     return meta
 
 
-def _map_file(folder: str, name: str) -> Any:
-    """`folder/name` mapped shared and populated now (no copy; a link or special file refused)."""
+def _map_file(folder: str, name: str, writable: bool = True) -> Any:
+    """`folder/name` mapped shared and populated now (no copy; a link or special file refused).
+    Read-only where the mapping is only copied from (onto a GPU): populating a writable shared
+    mapping of a file just written to a disk-backed scratch (GPU runners have no tmpfs) takes
+    write faults that can wait for its writeback, inside the supervisor's measurement."""
     import mmap
     import stat
 
     if "/" in name or name.startswith("."):
         raise ValueError("bad file entry")
-    fd = os.open(os.path.join(folder, name), os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd = os.open(os.path.join(folder, name), (os.O_RDWR if writable else os.O_RDONLY) | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -160,7 +173,7 @@ def _map_file(folder: str, name: str) -> Any:
         if st.st_size == 0:
             return bytearray()
         return mmap.mmap(fd, st.st_size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                         prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                         prot=mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0))
     finally:
         os.close(fd)
 
@@ -189,10 +202,15 @@ def _load_all(meta: List[List[Dict[str, Any]]], folder: str, device: Any) -> Lis
             n = (math.prod(shape) if shape else 1) * size
             name, off = str(d.get("file")), int(d.get("offset", -1))
             if name not in files:
-                m = _map_file(folder, name)
-                files[name] = torch.frombuffer(m, dtype=torch.uint8) if len(m) else torch.empty(0, dtype=torch.uint8)
-                if on_device:
-                    files[name] = files[name].to(device)
+                m = _map_file(folder, name, writable=not on_device)
+                if not len(m):
+                    files[name] = torch.empty(0, dtype=torch.uint8, device=device)
+                elif on_device:
+                    with warnings.catch_warnings():  # a read-only buffer, copied at once
+                        warnings.simplefilter("ignore", UserWarning)
+                        files[name] = torch.frombuffer(m, dtype=torch.uint8).to(device)
+                else:
+                    files[name] = torch.frombuffer(m, dtype=torch.uint8)
             buf = files[name]
             if off < 0 or off % size or int(d.get("nbytes", -1)) != n or off + n > buf.numel():
                 raise ValueError("bytes do not match the shape and dtype")
@@ -701,7 +719,10 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         return max(1.0, max((c[1] / c[0] for c in w.costs if c[0] > 0), default=1.0)) if cpu else 1.0
 
     def bound() -> float:
-        return slack * claim * par() + abs_ms if claim is not None else math.inf
+        if claim is None:
+            return math.inf
+        n = null_per_call() if device != "cpu" else None
+        return slack * claim * par() + abs_ms + (SHARE_NOISE_GPU * n if n is not None else 0.0)
 
     def null_per_call() -> Optional[float]:
         nulls = [cached_null] if cached_null is not None else w.nulls
@@ -720,7 +741,9 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
         # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
         # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
-        for _ in range(max(1, ROUNDS, min(MAX_ROUNDS, math.ceil(ROUNDS * K_CALLS / k)))):
+        # a round within the bound ends it; one above it is never the last while rounds remain
+        # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
+        for _ in range(MAX_ROUNDS):
             # the null call (cheap: the same inputs file) only where the raw time does not pass
             w.round(with_null=lambda: cached_null is None and estimate() > bound())
             if w.bad or estimate() <= bound():
@@ -740,7 +763,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     extra["witness"] = {"calls": len(w.costs) * k, "k": k, "clock": "cgroup_cpu" if cpu else "wall",
                         "round_ms": [[round(x, 4) for x in c] for c in w.costs],
                         "null_ms": round(null * k, 4) if null is not None else None,
-                        "est_ms": None if est is None else round(est, 5), "parallelism": round(par(), 2),
+                        "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
+                        "parallelism": round(par(), 2),
                         "bad_calls": len(w.bad), "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
                         "runner_parts_ms": w.runner_parts,
                         "seconds": round(time.perf_counter() - t_start, 3)}
