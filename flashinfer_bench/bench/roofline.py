@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 
 from ..data import Definition
+from ..data.devices import floor_gbps
 from ..data.io import atomic_write_json
 
 FLOOR_MARGIN = 1.1
@@ -153,7 +154,8 @@ def roofline(
         out["pct_of_peak_flops"] = (
             100.0 * out["achieved_tflops"] / pfl if (pfl and out["achieved_tflops"] is not None) else None
         )
-        floor_s = nbytes / (FLOOR_MARGIN * pbw * 1e9) if pbw else 0.0
+        fbw = floor_gbps(pbw, peaks.get("device_name"))
+        floor_s = nbytes / (FLOOR_MARGIN * fbw * 1e9) if fbw else 0.0
         if flops and pfl and not _narrow_inputs(definition):
             floor_s = max(floor_s, flops / (FLOOR_MARGIN * pfl * 1e12))
         out["floor_ms"] = floor_s * 1e3

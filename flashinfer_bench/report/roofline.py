@@ -9,39 +9,10 @@ and `peak_source` says which one was used.
 """
 from __future__ import annotations
 
-import functools
 import math
-import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List
 
-# Datasheet DRAM bandwidth in GB/s, matched against the device name torch reports.
-# Ordered: the first pattern that matches wins, so specific variants come before generic names.
-DATASHEET_PEAK_GBPS: List[Tuple[str, float]] = [
-    (r"\bH100\b.*\bPCIe\b", 2000.0),
-    (r"\bH100\b.*\bNVL\b", 3900.0),
-    (r"\bH100\b.*HBM3", 3350.0),
-    (r"\bH100\b.*\bSXM", 3350.0),
-    (r"\bH200\b", 4800.0),
-    (r"\bA100\b.*80GB.*PCIe", 1935.0),
-    (r"\bA100\b.*SXM4-80GB", 2039.0),
-    (r"\bA100\b.*40GB", 1555.0),
-    (r"\bL40S\b", 864.0),
-    (r"\bB200\b", 8000.0),
-]
-
-
-_NAMES = ("H100", "H200", "A100", "L40S", "B200")  # a name holding none of these matches no pattern
-
-
-@functools.lru_cache(maxsize=4096)
-def datasheet_peak_gbps(hardware: str) -> Optional[float]:
-    """Nominal DRAM bandwidth of a known device, None when the name is not known."""
-    if not any(n in (hardware or "") for n in _NAMES):
-        return None
-    for pattern, gbps in DATASHEET_PEAK_GBPS:
-        if re.search(pattern, hardware or ""):
-            return gbps
-    return None
+from ..data.devices import DATASHEET_PEAK_GBPS, datasheet_peak_gbps  # noqa: F401 - the report's API
 
 
 def _pos(x: float) -> bool:

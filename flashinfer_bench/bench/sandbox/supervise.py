@@ -391,11 +391,13 @@ def floor_suspicion(
 
 
 def _floor_ms(request: Dict[str, Any], ready: Optional[Dict[str, Any]]) -> Optional[float]:
-    peaks = (ready or {}).get("peaks") or {}
-    gbps = peaks.get("peak_gbps")
-    if not _finite_pos(gbps):
-        return None
     from ...data import Definition
+    from ...data.devices import floor_gbps
+
+    peaks = (ready or {}).get("peaks") or {}
+    gbps = floor_gbps(peaks.get("peak_gbps") if _finite_pos(peaks.get("peak_gbps")) else None, peaks.get("device_name"))
+    if gbps is None:
+        return None
 
     try:
         d = Definition.model_validate(request["definition"])
