@@ -54,6 +54,9 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 K_CALLS = int(os.environ.get("FIB_WITNESS_CALLS", "8"))  # calls per round
+# GPU: a call costs the witness ~1 ms to make its inputs and ~1 ms to check it, whatever the
+# kernel (the H200, anchor dataset: 8 calls were 32-38 ms, 9% of a job); 4 halve that
+K_CALLS_GPU = int(os.environ.get("FIB_WITNESS_CALLS_GPU", "4"))
 # the fastest round counts; a round within the bound ends the witness, so an honest solution
 # usually costs one round and a disputed one up to this many
 MAX_ROUNDS = int(os.environ.get("FIB_WITNESS_ROUNDS", "8"))
@@ -352,6 +355,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     the definition's check to the outputs the solution's runner saved (copied into `folder`)."""
     from ..checks import make_checker
     from ..correctness import check_structure
+    from ..inputs import clone_inputs
 
     ev = _eval_run(state, request)
     checker = make_checker(ev.check_spec, ev.definition)
@@ -367,7 +371,12 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     # reads it after), the check reads the pristine tensors; a check that judges the outputs by
     # the inputs alone (sampling: tokens inside the filtered support) needs no reference at all
     uses_ref = checker.compares_to_reference
-    ref_in = _load_all(kept[2], _folder(folder), ev.device) if uses_ref and made is not None else None
+    ref_in = None
+    if uses_ref and made is not None:
+        # CPU: views of the inputs file (no copy); GPU: copies of the pristine sets on the device
+        # (reading the file again meant a second copy onto the device, ~1 ms a round)
+        ref_in = _load_all(kept[2], _folder(folder), ev.device) if ev.device.type == "cpu" else \
+            [clone_inputs(m) for m in made]
     bad: List[str] = []
     for i, outs in enumerate(all_outs):
         pristine = made[i] if made is not None else _make(ev, seed, i)
@@ -558,7 +567,8 @@ def _k_for(request: Dict[str, Any], claim: Optional[float], device: str, max_byt
     round resolves it; a forged, shorter claim only gets more calls) or its data large
     (ROUND_BYTES)."""
     per_call = _call_bytes(request)
-    k = K_CALLS if per_call is None else int(min(K_CALLS, max_bytes // max(1, per_call)))
+    most = K_CALLS if device == "cpu" else K_CALLS_GPU
+    k = most if per_call is None else int(min(most, max_bytes // max(1, per_call)))
     if device == "cpu" and k > 1:
         if claim is not None and claim > 0:
             k = min(k, max(1, math.ceil(ROUND_MS / claim)))
