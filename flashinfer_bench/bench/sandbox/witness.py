@@ -28,12 +28,12 @@ PASSED, the supervisor checks the two claims that matter with what it observes f
 
 The result stands when every output checks and the witnessed time per call is at most
 `SLACK` x the claimed latency + `ABS_MS` (on a GPU the claim is device time: the host time per
-call the runner reported is allowed for, and `SHARE_NOISE_GPU` of the harness's share: on a GPU
-that share, handing the inputs over and the outputs back, is thousands of times a memory-bound
-kernel's time). Otherwise the trace becomes INCORRECT_NUMERICAL (`witness_wrong`) or RUNTIME_ERROR
+call the runner reported is allowed for, and `SHARE_NOISE_GPU` times the harness's share: on a
+GPU that share, handing the inputs over and the outputs back, is thousands of times a memory-bound
+kernel's time, and it is measured in another process). Otherwise the trace becomes INCORRECT_NUMERICAL (`witness_wrong`) or RUNTIME_ERROR
 (`timing_disputed`); on a GPU a timing dispute only flags the trace unless FIB_WITNESS_GPU=fail.
 Not caught: a forged latency within the slack (on a GPU: any forged latency of a kernel whose real
-time is under a quarter of its data's handover time); configurations without a reference runner (fresh_runner_per_solution or
+time is under its data's handover time); configurations without a reference runner (fresh_runner_per_solution or
 profile_baseline off) and workloads one call of which is over what a round may hand over
 (`MAX_BYTES` on a GPU; `MAX_BYTES_CPU`, a quarter of the scratch, the file-size limit on a CPU):
 those traces say `unwitnessed`; a harness's share that dwarfs the claim where the estimate is
@@ -66,10 +66,11 @@ SLACK_GPU = 3.0  # wide, and a dispute only flags there (FIB_WITNESS_GPU)
 ABS_MS_GPU = 0.05
 # GPU: the harness's share of a call (handing a call's inputs to the device and its outputs back:
 # ~0.5-1 ms a MiB, thousands of times a memory-bound kernel's time) is measured in the reference
-# runner, another process, and differs from the solution's runner's by up to this fraction of
-# itself (H200, anchor dataset, 2026-11-26): the bound allows for it, so the GPU witness resolves
-# only a forged latency whose real time exceeds that (see docs/security.md)
-SHARE_NOISE_GPU = float(os.environ.get("FIB_WITNESS_GPU_SHARE_NOISE", "0.25"))
+# runner, another process, and the solution's runner took 1.0-1.5x as long for the same copies on
+# the H200 (2026-11-26; two machines, anchor dataset; 0.25 of it still disputed 2 of 42 honest
+# evaluations on the second): the bound allows one whole share, so the GPU witness resolves only a
+# forged latency whose real time exceeds the data's handover time (docs/security.md)
+SHARE_NOISE_GPU = float(os.environ.get("FIB_WITNESS_GPU_SHARE_NOISE", "1.0"))
 # a round does not judge a claim when the harness's share of a call (loading the inputs, saving
 # the outputs: set by the workload, not by the solution) is over UNRESOLVED_MS and over this many
 # times the claim: that share's noise alone exceeds the slack (flagged witness_unresolved)
