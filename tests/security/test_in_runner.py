@@ -48,6 +48,7 @@ STOPPED_BY: Dict[str, str] = {
     "shadow_tensor_method": "timer_patched",
     "inflate_reference": "reference_tampered",
     "scratch_fill_rewrite_stats": "witness_failed",
+    "witness_bad_outputs": "witness_wrong",
 }
 
 
@@ -96,7 +97,7 @@ def test_rewriting_the_harness_from_inside_gains_nothing(
     ev = t.evaluation
     assert not passed_with_gain(t, baseline), (name, ev.status, _speedup(t), _speedup(baseline), ev.log[-1500:])
     why = STOPPED_BY[name]
-    if why in ("timing_disputed", "timer_patched", "witness_failed"):  # its honest call costs ~3 ms: any PASSED is a fake
+    if why in ("timing_disputed", "timer_patched", "witness_failed", "witness_wrong"):  # its honest call costs ~3 ms: any PASSED is a fake
         assert ev.status.value != "PASSED", (name, ev.performance, ev.log[-1500:])
     assert why in ev.log or why in flags(t), (name, ev.status, sorted(flags(t)), ev.log[-1500:])
     if why == "reference_tampered":  # the supervisor's own reference numbers, not the runner's echo
