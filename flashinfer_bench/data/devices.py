@@ -3,6 +3,7 @@ measured, and the highest bandwidth the physical-floor checks allow an honest ke
 from __future__ import annotations
 
 import functools
+import math
 import re
 from typing import List, Optional, Tuple
 
@@ -41,5 +42,5 @@ def floor_gbps(measured_gbps: Optional[float], device_name: Optional[str]) -> Op
     datasheet's. The measured one (a copy, a reduction, a fill) is what our kernels reach, and an
     honest kernel may beat it: a fused RMSNorm at 4.2 TB/s on an H200 whose copy measured 3.8."""
     sheet = datasheet_peak_gbps(device_name or "")
-    vals = [v for v in (measured_gbps, sheet) if isinstance(v, (int, float)) and v > 0]
+    vals = [v for v in (measured_gbps, sheet) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
     return max(vals) if vals else None

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ctypes
 import os
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional
 
 from . import _sys
 
@@ -130,9 +130,3 @@ def apply(
     done["read_only"] = "/ (recursive)"
     done["writable"] = rw
     return done
-
-
-def scratch_usage(path: Path) -> Tuple[int, int]:
-    """(bytes, files) in use on the filesystem of `path` (the scratch tmpfs)."""
-    st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree

@@ -395,7 +395,7 @@ def _floor_ms(request: Dict[str, Any], ready: Optional[Dict[str, Any]]) -> Optio
     from ...data.devices import floor_gbps
 
     peaks = (ready or {}).get("peaks") or {}
-    gbps = floor_gbps(peaks.get("peak_gbps") if _finite_pos(peaks.get("peak_gbps")) else None, peaks.get("device_name"))
+    gbps = floor_gbps(peaks.get("peak_gbps"), peaks.get("device_name"))
     if gbps is None:
         return None
 

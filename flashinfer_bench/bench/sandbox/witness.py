@@ -121,7 +121,7 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
     import torch
 
     meta: List[List[Dict[str, Any]]] = []
-    chunks: List[Tuple[int, Any]] = []
+    chunks: List[Tuple[int, int, Any]] = []  # (offset, bytes, tensor)
     off = 0
     name = os.path.basename(path)
     for row in rows:
@@ -134,22 +134,21 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
             n = c.numel() * c.element_size()
             off = -(-off // ALIGN) * ALIGN
             if n:
-                chunks.append((off, c))
+                chunks.append((off, n, c))
             out.append({"dtype": str(c.dtype).replace("torch.", ""), "shape": list(c.shape), "file": name,
                         "offset": off, "nbytes": n})
             off += n
         meta.append(out)
-    host = [(at, c) for at, c in chunks if c.device.type == "cpu"]
-    on_device: Dict[Any, List[Tuple[int, Any]]] = {}
-    for at, c in chunks:
+    host = [(at, c) for at, _, c in chunks if c.device.type == "cpu"]
+    on_device: Dict[Any, List[Tuple[int, int, Any]]] = {}
+    for at, n, c in chunks:
         if c.device.type != "cpu":
-            on_device.setdefault(c.device, []).append((at, c))
+            on_device.setdefault(c.device, []).append((at, n, c))
     for dev, group in on_device.items():  # one device buffer, one copy out of it
         lo = group[0][0]
-        hi = max(at + c.numel() * c.element_size() for at, c in group)
-        stage = torch.empty(hi - lo, dtype=torch.uint8, device=dev)
-        for at, c in group:
-            stage[at - lo: at - lo + c.numel() * c.element_size()].copy_(c.reshape(-1).view(torch.uint8))
+        stage = torch.empty(max(at + n for at, n, _ in group) - lo, dtype=torch.uint8, device=dev)
+        for at, n, c in group:
+            stage[at - lo: at - lo + n].copy_(c.reshape(-1).view(torch.uint8))
         host.append((lo, stage.cpu()))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
