@@ -170,6 +170,25 @@ def mismatch_count(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: floa
     return (~ok).sum()
 
 
+def error_maxima(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Device-side [max |out - ref|, max |out - ref| / (|ref| + 1e-8)] over the elements finite
+    in both, all outputs together (no synchronisation): the figures `compare` records, for the
+    witness, which reports them from a process the solution cannot reach."""
+    dev = next((r.device for r in refs if isinstance(r, torch.Tensor)), torch.device("cpu"))
+    acc = torch.zeros(2, dtype=torch.float64, device=dev)
+    for out, ref in zip(outs, refs):
+        o, r = _flat(out), _flat(ref)
+        if o.numel() == 0 or o.shape != r.shape:
+            continue
+        wide = torch.float64 if (is_exact(out.dtype) or out.dtype == torch.float64) else torch.float32
+        of, rf = o.to(wide), r.to(dev).to(wide)
+        both = torch.isfinite(of) & torch.isfinite(rf)
+        d = torch.where(both, (of - rf).abs(), torch.zeros_like(of))
+        rel = d / (torch.where(both, rf.abs(), torch.zeros_like(rf)) + 1e-8)
+        acc = torch.maximum(acc, torch.stack([d.max(), rel.max()]).to(torch.float64))
+    return acc
+
+
 @dataclass
 class StructureProblem:
     status: str  # INCORRECT_SHAPE | INCORRECT_DTYPE | RUNTIME_ERROR

@@ -141,3 +141,23 @@ def test_the_attack_works_without_the_witness(name: str, lab_without_witness: La
         return
     # PASSED and far faster than its own honest computation (~3 ms a call)
     assert ev.status.value == "PASSED" and ev.performance.latency_ms < 1.0, (name, ev.status, ev.performance, ev.log[-1500:])
+
+
+def test_understated_error_figures_are_the_witness_s(lab: Lab) -> None:
+    """A solution 0.4% off (inside the tolerance) that writes its recorded error figures down to 0
+    from its timed calls: PASSED, with the figures the witness measured in the reference runner."""
+    t = lab.run("forge_error_numbers", workload=WL, COST=1)
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log
+    c = ev.correctness
+    assert c.max_relative_error > 0.002 and c.max_absolute_error > 0.0, c
+    assert c.extra["runner_correctness"] == {"max_abs": 0.0, "max_rel": 0.0}, c.extra  # what it forged
+    assert c.extra["witness"]["errors"]["max_rel"] > 0.002
+
+
+@pytest.mark.skipif(not SHOW, reason="FIB_TEST_SHOW_ATTACKS=1 shows the attacks working without the witness")
+def test_understated_error_figures_without_the_witness(lab_without_witness: Lab) -> None:
+    t = lab_without_witness.run("forge_error_numbers", workload=WL, COST=1)
+    ev = t.evaluation
+    print(f"WITHOUT WITNESS forge_error_numbers: {ev.status.value} max_abs {ev.correctness.max_absolute_error}")
+    assert ev.status.value == "PASSED" and ev.correctness.max_absolute_error == 0.0

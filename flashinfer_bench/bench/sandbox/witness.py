@@ -360,7 +360,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     """Reference runner: remake the inputs of each call from `seed`, compute the reference, apply
     the definition's check to the outputs the solution's runner saved (copied into `folder`)."""
     from ..checks import make_checker
-    from ..correctness import check_structure
+    from ..correctness import check_structure, error_maxima
     from ..inputs import clone_inputs
 
     ev = _eval_run(state, request)
@@ -384,6 +384,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         ref_in = _load_all(kept[2], _folder(folder), ev.device) if ev.device.type == "cpu" else \
             [clone_inputs(m) for m in made]
     bad: List[str] = []
+    errs: List[Any] = []  # [max abs, max rel] of each call against the reference, on the device
     for i, outs in enumerate(all_outs):
         pristine = made[i] if made is not None else _make(ev, seed, i)
         prob = check_structure(outs, ev.definition, ev.out_shapes, ev.device)
@@ -392,12 +393,19 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
             continue
         ref_out = (ev._call_reference(ref, ref_in[i], clone=False) if ref_in is not None else
                    ev._call_reference(ref, pristine)) if uses_ref else None
+        if ref_out is not None:
+            errs.append(error_maxima(outs, ref_out))
         if int(checker.timed_bad(outs, ref_out, pristine, ev.tols)) == 0:  # the cheap device-side count first
             continue
         # the full check (its message) for the first wrong call only: the count is what decides
         res = checker.check_trial(outs, ref_out, pristine, ev.tols) if not bad else None
         bad.append(f"call {i}: {(res.reason if res is not None else '') or 'outside the tolerance'}")
-    return {"status": "OK", "bad": bad}
+    out: Dict[str, Any] = {"status": "OK", "bad": bad}
+    if errs:  # the trace's error figures, measured where the solution cannot reach
+        import torch
+
+        out["max_abs"], out["max_rel"] = (float(x) for x in torch.stack(errs).amax(0).tolist())
+    return out
 
 
 # ----------------------------------------------------------------------------- supervisor side
@@ -602,6 +610,21 @@ def _flag(result: Dict[str, Any], flag: str, note: str, suspect: bool = True) ->
         extra["suspect"] = True
 
 
+def _own_errors(result: Dict[str, Any], errors: Dict[str, float]) -> None:
+    """The trace's error figures: the larger of the runner's and the witness's. The runner's come
+    from the solution's process (a solution can write them down to 0); the witness's were measured
+    in the reference runner on its own calls, so a figure can be raised there, never lowered."""
+    corr = result.get("correctness")
+    if not isinstance(corr, dict):
+        return
+    extra = result.setdefault("extra", {})
+    extra["runner_correctness"] = {k: corr.get(k) for k in ("max_abs", "max_rel")}
+    for key, v in errors.items():
+        mine = corr.get(key)
+        ok = isinstance(mine, (int, float)) and not isinstance(mine, bool) and not math.isnan(mine)
+        corr[key] = max(float(mine), v) if ok else v
+
+
 class _Abort(Exception):
     """The witness cannot go on: (flag or 'failed', why)."""
 
@@ -621,6 +644,7 @@ class _Witness:
         self.costs: List[Tuple[float, float]] = []  # (wall ms, CPU ms) of each round's k calls
         self.nulls: List[Tuple[float, float]] = []
         self.bad: List[str] = []
+        self.errors: Dict[str, float] = {}  # the reference runner's error figures over the rounds' calls
         self.parts: Dict[str, float] = {}  # wall ms of the witness's own steps
         self.runner_parts: Dict[str, Any] = {}  # the runners' own breakdown of their last round (diagnosis only)
         self._null_ready = False
@@ -677,6 +701,10 @@ class _Witness:
             if verdict is None or verdict.get("status") != "OK":
                 raise _Abort("unwitnessed", f"the reference runner could not check the witness outputs ({why or verdict})")
             self.bad += list(verdict.get("bad") or [])
+            for key in ("max_abs", "max_rel"):
+                v = verdict.get(key)
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
+                    self.errors[key] = max(self.errors.get(key, 0.0), float(v))
             if not self.bad and with_null():
                 self._null(fr, made["inputs"])
         finally:
@@ -783,9 +811,11 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "null_ms": round(null * k, 4) if null is not None else None,
                         "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
                         "parallelism": round(par(), 2),
-                        "bad_calls": len(w.bad), "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
+                        "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()}, "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
                         "runner_parts_ms": w.runner_parts,
                         "seconds": round(time.perf_counter() - t_start, 3)}
+    if w.errors:
+        _own_errors(result, w.errors)
     if w.bad:
         _set_status(result, "INCORRECT_NUMERICAL", (
             f"witness_wrong: {len(w.bad)} of {len(w.costs) * k} calls the supervisor made on inputs drawn after the "
