@@ -383,8 +383,11 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         # (reading the file again meant a second copy onto the device, ~1 ms a round)
         ref_in = _load_all(kept[2], _folder(folder), ev.device) if ev.device.type == "cpu" else \
             [clone_inputs(m) for m in made]
+    import torch
+
     bad: List[str] = []
     errs: List[Any] = []  # [max abs, max rel] of each call against the reference, on the device
+    counted: List[Tuple[int, Any, Any, Any, Any]] = []  # (call, bad elements on the device, outputs, reference, inputs)
     for i, outs in enumerate(all_outs):
         pristine = made[i] if made is not None else _make(ev, seed, i)
         prob = check_structure(outs, ev.definition, ev.out_shapes, ev.device)
@@ -395,15 +398,19 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
                    ev._call_reference(ref, pristine)) if uses_ref else None
         if ref_out is not None:
             errs.append(error_maxima(outs, ref_out))
-        if int(checker.timed_bad(outs, ref_out, pristine, ev.tols)) == 0:  # the cheap device-side count first
+        counted.append((i, checker.timed_bad(outs, ref_out, pristine, ev.tols), outs, ref_out, pristine))
+    # the cheap device-side counts decide, read in one synchronisation; the full check (its
+    # message) for the first wrong call only
+    counts = torch.stack([c[1].reshape(()).to(torch.int64) for c in counted]).tolist() \
+        if counted else []
+    for (i, _, outs, ref_out, pristine), n in zip(counted, counts):
+        if n == 0:
             continue
-        # the full check (its message) for the first wrong call only: the count is what decides
         res = checker.check_trial(outs, ref_out, pristine, ev.tols) if not bad else None
         bad.append(f"call {i}: {(res.reason if res is not None else '') or 'outside the tolerance'}")
+    bad.sort(key=lambda b: int(b.split(":", 1)[0].split()[1]))
     out: Dict[str, Any] = {"status": "OK", "bad": bad}
     if errs:  # the trace's error figures, measured where the solution cannot reach
-        import torch
-
         out["max_abs"], out["max_rel"] = (float(x) for x in torch.stack(errs).amax(0).tolist())
     return out
 
@@ -648,6 +655,8 @@ class _Witness:
         self.parts: Dict[str, float] = {}  # wall ms of the witness's own steps
         self.runner_parts: Dict[str, Any] = {}  # the runners' own breakdown of their last round (diagnosis only)
         self._null_ready = False
+        self._prep_nonce: Optional[str] = None  # a witness_prepare sent to the solution's runner, not yet answered
+        self._prep_t = 0.0
 
     def _timed(self, part: str, handle: Any, msg: Dict[str, Any], **kw: Any) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
         t = time.perf_counter()
@@ -656,10 +665,38 @@ class _Witness:
         finally:
             self.parts[part] = self.parts.get(part, 0.0) + (time.perf_counter() - t) * 1e3
 
-    def prepare(self) -> None:
-        res, _, why = self._timed("prepare", self.r, {"type": "witness_prepare", "request": self.request, "mode": "solution"})
+    def start_prepare(self) -> None:
+        """Ask the solution's runner to load and bind (not timed) without waiting for it: the
+        reference runner makes the first round's inputs meanwhile (`finish_prepare` collects it)."""
+        from ..protocol import send_msg
+
+        self._prep_t = time.perf_counter()
+        self._prep_nonce = os.urandom(8).hex()
+        try:
+            send_msg(self.r.sock, {"type": "witness_prepare", "request": self.request, "mode": "solution",
+                                   "nonce": self._prep_nonce})
+        except (BrokenPipeError, ConnectionResetError, OSError) as e:
+            raise _Abort("failed", f"{type(e).__name__}: {e}") from e
+
+    def finish_prepare(self) -> None:
+        from ..protocol import ConnectionClosed, recv_msg
+        from . import channel
+
+        nonce, self._prep_nonce = self._prep_nonce, None
+        if nonce is None:
+            return
+        try:
+            reply = recv_msg(self.r.sock, timeout=self.timeout)
+        except TimeoutError as e:
+            raise _Abort("failed", "timeout") from e
+        except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
+            raise _Abort("failed", f"{type(e).__name__}: {e}") from e
+        finally:
+            self.parts["prepare"] = (time.perf_counter() - self._prep_t) * 1e3  # overlapping the inputs
+        res, why = channel.verify(self.r.key, nonce, self.r.seq, reply)
         if res is None or res.get("status") != "OK":
             raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
+        self.r.seq = int(reply.get("seq", self.r.seq)) if self.r.key is not None else self.r.seq
 
     def round(self, with_null: Any) -> None:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
@@ -680,6 +717,7 @@ class _Witness:
         try:
             made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
                                                            "seed": seed, "k": self.k, "folder": fr.name})
+            self.finish_prepare()  # the first round: the solution's runner prepared meanwhile
             if made is None or made.get("status") != "OK":
                 raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
@@ -708,8 +746,11 @@ class _Witness:
             if not self.bad and with_null():
                 self._null(fr, made["inputs"])
         finally:
-            for f in folders:
-                f.remove()
+            try:
+                self.finish_prepare()  # never leave its answer in the channel (an early abort)
+            finally:
+                for f in folders:
+                    f.remove()
 
     def _null(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         """The harness's share: the same request to the reference runner with a null call (the
@@ -783,7 +824,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         return min(c[clock] for c in w.costs) / k - (n if n is not None else 0.0)
 
     try:
-        w.prepare()
+        w.start_prepare()
         # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
         # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
         # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
@@ -795,6 +836,11 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             if w.bad or estimate() <= bound():
                 break
     except _Abort as e:
+        if w._prep_nonce is not None:  # aborted before the solution's runner answered its prepare
+            try:
+                w.finish_prepare()
+            except _Abort as late:
+                e = late if e.kind != "failed" else e
         if e.kind == "failed":
             _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did "
                         f"not complete ({e.why}); the result is not trusted", "witness_failed")
