@@ -66,6 +66,7 @@ for s in "$@"; do
     evals-quick) step evals-quick 150 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --pairs 1 --workloads 30 ;;
     gputests-17) step gputests-17 200 python3 -m pytest -m gpu -q -rfE --tb=short -n 0 -p no:cacheprovider tests/apply/test_gpu.py tests/bench/test_gpu.py::test_a_reference_out_of_device_memory_is_the_machines_error ;;
     buildattacks) step buildattacks 120 python3 -m pytest -q -rfE --tb=short -n 0 -p no:cacheprovider tests/security/test_build_attacks.py ;;
+    report) if python3 -c "import pandas, matplotlib" 2>/dev/null; then step report 200 python3 benchmarks/report_speed.py --cases example,example3 --modes warm+mpl --repeat 3; else echo "report: no pandas/matplotlib on this image"; fi ;;
     mountprobe) step mountprobe 120 python3 benchmarks/gpu_mount_probe.py ;;
     tprof) step tprof 200 python3 benchmarks/timing_profile.py --anchor shared/anchor-dataset ;;
     gpumem) step gpumem 120 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "leave_gpu_memory" ;;

@@ -84,6 +84,18 @@ def test_an_honest_solution_is_witnessed_without_dispute_on_the_gpu(gpu_lab: Lab
         print("GPU WITNESS", w, "latency_ms", ev.performance.latency_ms, "host_ms", ev.correctness.extra.get("host_ms"))
 
 
+def test_understated_error_figures_on_the_gpu(gpu_lab: Lab) -> None:
+    """A solution 0.4% off that writes its recorded error figures down to 0: the trace shows
+    those the witness measured in the reference runner."""
+    t = gpu_lab.run("forge_error_numbers", COST=1)
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log[:3000]
+    print("GPU ERRORS", ev.correctness.max_absolute_error, ev.correctness.max_relative_error,
+          ev.correctness.extra.get("runner_correctness"))
+    assert ev.correctness.max_relative_error > 0.002
+    assert ev.correctness.extra["runner_correctness"] == {"max_abs": 0.0, "max_rel": 0.0}
+
+
 @pytest.mark.parametrize("name", ["sealer_wrap", "rewrite_stats", "gc_sampler_swap", "inflate_reference"])
 def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
     """Forged numbers from inside a CUDA runner. The reference time is always the supervisor's.
