@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -164,11 +165,32 @@ class Supervisor:
         self._n_eval = 0
         self.start_error: Optional[str] = None
         self.readable: set = set()  # dataset roots etc. the runner may read (sandbox)
+        self._private_runtime: Optional[Path] = None  # see _keep_runtime_private
 
     # ------------------------------------------------------------------ runner lifecycle
+    def _keep_runtime_private(self) -> None:
+        """Runners' scratch and the evaluations' logs live in the worker's runtime directory,
+        which no runner may read: one inside a path runners read (a worker directory inside the
+        artifact cache or a dataset) would show every runner the others' scratch (the reference
+        runner's witness inputs before they are handed over) and other solutions' logs. Such a
+        directory is replaced by a private one in the system's temp dir (never readable whole:
+        sandbox.policy). Checked before every runner start and evaluation: the readable paths grow."""
+        here = self.runtime_dir.resolve()
+        inside = next((r for r in (Path(p).resolve() for p in (self.cache_dir, *self.readable) if p)
+                       if here == r or r in here.parents), None)
+        if inside is None:
+            return
+        self._private_runtime = Path(tempfile.mkdtemp(prefix=f"fib-worker-{os.getuid()}-"))
+        log.warning("the worker's runtime directory %s is inside %s, which runners read: runners' scratch and "
+                    "logs go to %s", self.runtime_dir, inside, self._private_runtime)
+        self.runtime_dir = self._private_runtime
+        self.logs_dir = self.runtime_dir / "logs"
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+
     def _spawn_runner(self) -> RunnerHandle:
         self._n_runner += 1
         n = self._n_runner
+        self._keep_runtime_private()
         scratch = self.runtime_dir / "scratch" / f"runner-{n}"
         scratch.mkdir(parents=True, exist_ok=True)
         runner_log = self.logs_dir / f"runner-{n}.log"
@@ -396,6 +418,7 @@ class Supervisor:
             return trace(ref_stats["status"], ref_stats["message"])
         mark("reference")
         self._n_eval += 1
+        self._keep_runtime_private()
         log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
         request = {
             "definition": req["definition"], "workload": req["workload"], "build": build,
@@ -677,6 +700,8 @@ class Supervisor:
                     except (OSError, subprocess.TimeoutExpired):
                         pass
                     self._discard(r)
+            if self._private_runtime is not None:
+                shutil.rmtree(self._private_runtime, ignore_errors=True)
             if self._zygote is not None:
                 self._zygote.close()
 

@@ -345,3 +345,41 @@ def test_nothing_written_to_dev_shm_survives_an_evaluation(lab: Lab) -> None:
     assert not Path("/dev/shm", marker).exists()
     # on the CPU the runner may not write there at all
     assert "denied: shm" in t.evaluation.log, t.evaluation.log[-1500:]
+
+
+def test_peeking_at_the_witness_inputs_before_they_are_handed_over(lab: Lab, unchanged) -> None:
+    """The reference runner makes the witness's inputs in its own scratch before the supervisor
+    copies them into the solution's: the solution must not see them there (nor through /proc)."""
+    t = lab.run("peek_witness_inputs")
+    ev = t.evaluation
+    report = next((x for x in ev.log.splitlines() if "SNOOP REPORT" in x), "")
+    assert report and "BREACH" not in report, ev.log[-2000:]
+    assert ev.status.value == "PASSED", ev.log[-2000:]
+    w = (ev.correctness.extra or {}).get("witness") or {}
+    assert w.get("calls", 0) >= 1, ev.correctness.extra  # it was witnessed while it looked
+    unchanged()
+
+
+def test_a_worker_directory_the_runners_may_read_keeps_scratch_apart(tmp_path: Path) -> None:
+    """A worker directory inside the artifact cache (which runners read) and runners without a
+    mount namespace (as on a GPU): the runners' scratch must still be out of each other's sight,
+    the reference runner's witness inputs among them."""
+    from flashinfer_bench.bench.client import shutdown_worker
+
+    from .conftest import Lab
+
+    lab = Lab(tmp_path)
+    lab.worker_dir = lab.cache / "workers"
+    lab.secret = lab.worker_dir / "supervisor-secret.txt"
+    lab.config = lab.config.model_copy(update={"worker_dir": str(lab.worker_dir)})
+    lab.start(env={"FIB_SANDBOX_RO_MOUNTS": "0"})
+    try:
+        t = lab.run("peek_witness_inputs")
+        ev = t.evaluation
+        report = next((x for x in ev.log.splitlines() if "SNOOP REPORT" in x), "")
+        assert report and "BREACH" not in report, ev.log[-2000:]
+        assert ev.status.value == "PASSED", ev.log[-2000:]
+        assert not list(lab.worker_dir.rglob("runner-*")), "runners' scratch inside the readable cache"
+    finally:
+        shutdown_worker("cpu", lab.config)
+        lab.cleanup()
