@@ -83,7 +83,8 @@ def _mpl() -> Dict[str, Any]:
                 return size
 
         _MPL.update(matplotlib=matplotlib, Figure=Figure, Canvas=FigureCanvasSVG, ticker=ticker,
-                    Renderer=Renderer, Mixed=MixedModeRenderer, Line2D=Line2D, LineCollection=LineCollection, colors=matplotlib.colormaps["tab10"].colors)
+                    Renderer=Renderer, Mixed=MixedModeRenderer, Line2D=Line2D, LineCollection=LineCollection,
+                    colors=matplotlib.colormaps["tab10"].colors)
     return _MPL
 
 

@@ -857,7 +857,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "null_ms": round(null * k, 4) if null is not None else None,
                         "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
                         "parallelism": round(par(), 2),
-                        "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()}, "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
+                        "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
+                        "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
                         "runner_parts_ms": w.runner_parts,
                         "seconds": round(time.perf_counter() - t_start, 3)}
     if w.errors:
