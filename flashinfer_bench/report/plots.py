@@ -554,7 +554,10 @@ class PlotCache:
 
 
 PARALLEL_MIN_GROUPS = 16  # fewer groups to draw: one process (measured: 9 groups drew faster in one)
-GROUPS_PER_PROC = 8
+# at most one drawing process per this many groups: the example dataset on 3 devices (29 groups)
+# on the H200 box's 16 cores took 1.58 s with 1 process, 0.74 with 2, 0.61 with 3, 0.60 with 4,
+# 0.50 with 6 (2026-11-26); on 2 cores the cores bound it
+GROUPS_PER_PROC = 5
 MAX_PROCS = 8
 
 
