@@ -182,9 +182,10 @@ def error_maxima(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor]) -> 
             continue
         wide = torch.float64 if (is_exact(out.dtype) or out.dtype == torch.float64) else torch.float32
         of, rf = o.to(wide), r.to(dev).to(wide)
-        both = torch.isfinite(of) & torch.isfinite(rf)
-        d = torch.where(both, (of - rf).abs(), torch.zeros_like(of))
-        rel = d / (torch.where(both, rf.abs(), torch.zeros_like(rf)) + 1e-8)
+        # where either side is not finite the difference is inf or NaN: counted as 0 here (whether
+        # non-finite values match is the check's business); 0 / inf and 0 / NaN likewise
+        d = torch.nan_to_num((of - rf).abs_(), nan=0.0, posinf=0.0)
+        rel = torch.nan_to_num(d / (rf.abs() + 1e-8), nan=0.0, posinf=0.0)  # rf may be the reference itself
         acc = torch.maximum(acc, torch.stack([d.max(), rel.max()]).to(torch.float64))
     return acc
 

@@ -124,7 +124,8 @@ def main(argv: Optional[list] = None) -> int:
 
             try:
                 if kind == "witness_inputs":
-                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]))
+                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
+                                            host=bool(msg.get("host")))
                 elif kind == "witness_prepare":
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":

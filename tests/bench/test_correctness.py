@@ -108,3 +108,18 @@ def test_config_tolerance_is_enforced(rms_def, build, cpu_config) -> None:
     assert failed.evaluation.status.value == "INCORRECT_NUMERICAL"
     assert failed.evaluation.correctness.max_relative_error > 1e-3
     assert failed.evaluation.correctness.extra["rtol"] == 1e-3
+
+
+def test_error_maxima_match_compare_and_leave_the_tensors_alone():
+    """The witness's error figures (the reference runner's): compare's numbers on finite values,
+    non-finite disagreements left to the check, the reference not modified."""
+    from flashinfer_bench.bench.correctness import compare, error_maxima
+
+    ref = torch.tensor([1.0, -2.0, 4.0, float("inf"), float("nan"), 0.5])
+    out = torch.tensor([1.1, -2.0, 3.0, float("inf"), float("nan"), float("inf")])
+    keep = ref.clone()
+    got = error_maxima([out], [ref]).tolist()
+    assert torch.equal(ref.nan_to_num(), keep.nan_to_num()) and ref.isnan().tolist() == keep.isnan().tolist()
+    assert got[0] == pytest.approx(1.0) and got[1] == pytest.approx(0.25)
+    finite = compare("x", out[:3], ref[:3], 1.0, 1.0)
+    assert got == pytest.approx([finite.max_abs, finite.max_rel])

@@ -244,39 +244,58 @@ def _eval_run(state: Any, request: Dict[str, Any]) -> Any:
     return ev
 
 
-def _make(ev: Any, seed: int, i: int) -> List[Any]:
+def _make(ev: Any, seed: int, i: int, host: bool = False) -> Optional[List[Any]]:
     """Input set `i` of a witness round: the inputs the runner refreshes before every timed call
     (random tensors) drawn fresh from `seed`, the others (structured: offsets, indices, scales,
     a router's bias; scalars) those of the evaluation's timing sets, i.e. of its first trial set
     (the request's seed): the witness times calls like the ones it checks the claim of. A kernel
     whose cost depends on them (the fp8 MoE returns at once when no token is routed to a local
     expert) costs the same here as there. Everything fresh when nothing is refreshed (inputs the
-    solution could know in full)."""
+    solution could know in full). `host`: made in host memory without touching the device (None
+    when that needs the timing set, and no host copy of it is kept yet)."""
+    import torch
+
     from ..inputs import derive_seed, make_inputs, random_input_mask
 
-    fresh = make_inputs(ev.definition, ev.workload, derive_seed(seed, ev.workload.uuid, i), ev.device,
-                        ev.dataset_root, ev.state.st_cache, ev.specs)
     mask = random_input_mask(ev.definition, ev.workload, ev.specs)
-    if not any(mask) or all(mask):
+    mixed = any(mask) and not all(mask)
+    base = (_timing_base_host(ev) if host else _timing_base(ev)) if mixed else None
+    if mixed and base is None:
+        return None
+    fresh = make_inputs(ev.definition, ev.workload, derive_seed(seed, ev.workload.uuid, i),
+                        torch.device("cpu") if host else ev.device, ev.dataset_root, ev.state.st_cache, ev.specs)
+    if not mixed:
         return fresh
-    base = _timing_base(ev)
     return [x if m else b for x, m, b in zip(fresh, mask, base)]
 
 
-def _timing_base(ev: Any) -> List[Any]:
-    """The evaluation's first trial set (what its timed calls keep of it), kept per workload."""
-    from ..inputs import derive_seed, make_inputs
+def _base_key(ev: Any) -> Tuple[Any, ...]:
+    from ..inputs import derive_seed
 
-    seed0 = derive_seed(ev.seed, ev.workload.uuid, 0)
-    key = (ev._wl_key(), seed0, str(ev.device))  # the key of the runner's own cache of trial sets
+    return (ev._wl_key(), derive_seed(ev.seed, ev.workload.uuid, 0), str(ev.device))  # the runner's own cache key
+
+
+def _timing_base(ev: Any) -> List[Any]:
+    """The evaluation's first trial set (what its timed calls keep of it), kept per workload, with
+    a host copy of its structured inputs (what `_make(host=True)` takes of it)."""
+    from ..inputs import derive_seed, make_inputs, random_input_mask
+
+    key = _base_key(ev)
     kept = getattr(ev.state, "_witness_base", None)
     if kept is None or kept[0] != key:
         hit = ev.state.sets.get(key)  # the reference runner made it to time the reference
-        base = hit[0] if hit is not None else make_inputs(ev.definition, ev.workload, seed0, ev.device,
+        base = hit[0] if hit is not None else make_inputs(ev.definition, ev.workload, key[1], ev.device,
                                                           ev.dataset_root, ev.state.st_cache, ev.specs)
-        kept = (key, base)
+        mask = random_input_mask(ev.definition, ev.workload, ev.specs)
+        on_host = [None if m else (x.cpu() if hasattr(x, "cpu") else x) for x, m in zip(base, mask)]
+        kept = (key, base, on_host)
         ev.state._witness_base = kept
     return kept[1]
+
+
+def _timing_base_host(ev: Any) -> Optional[List[Any]]:
+    kept = getattr(ev.state, "_witness_base", None)
+    return kept[2] if kept is not None and kept[0] == _base_key(ev) else None
 
 
 def _folder(name: str) -> str:
@@ -285,10 +304,14 @@ def _folder(name: str) -> str:
     return os.path.join(_scratch(), name)
 
 
-def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) -> Dict[str, Any]:
-    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch."""
+def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, host: bool = False) -> Dict[str, Any]:
+    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch. `host`:
+    made in host memory only (asked while the solution's evaluation runs on the device; NOT_READY
+    when that cannot be done without the device)."""
     ev = _eval_run(state, request)
-    made = [_make(ev, seed, i) for i in range(k)]
+    made = [_make(ev, seed, i, host=host) for i in range(k)]
+    if any(m is None for m in made):
+        return {"status": "NOT_READY"}
     saved = _save_all(made, os.path.join(_folder(folder), "inputs.bin"))
     state._witness_made = (seed, made, saved)  # the check's pristine inputs (only files leave this process)
     return {"status": "OK", "inputs": saved}
@@ -373,6 +396,9 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     kept = getattr(state, "_witness_made", None)
     made = kept[1] if kept is not None and kept[0] == seed and len(kept[1]) == len(all_outs) else None
     state._witness_made = None
+    if made is not None and ev.device.type != "cpu":  # made in host memory during the evaluation
+        made = [[x.to(ev.device) if hasattr(x, "to") and getattr(x, "device", ev.device).type == "cpu" else x
+                 for x in m] for m in made]
     # the reference runs on the inputs file's views (a second copy that already exists; nothing
     # reads it after), the check reads the pristine tensors; a check that judges the outputs by
     # the inputs alone (sampling: tokens inside the filtered support) needs no reference at all
@@ -386,7 +412,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     import torch
 
     bad: List[str] = []
-    errs: List[Any] = []  # [max abs, max rel] of each call against the reference, on the device
+    errs: List[Any] = []  # [max abs, max rel] of the round's first checked call, on the device
     counted: List[Tuple[int, Any, Any, Any, Any]] = []  # (call, bad elements on the device, outputs, reference, inputs)
     for i, outs in enumerate(all_outs):
         pristine = made[i] if made is not None else _make(ev, seed, i)
@@ -396,7 +422,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
             continue
         ref_out = (ev._call_reference(ref, ref_in[i], clone=False) if ref_in is not None else
                    ev._call_reference(ref, pristine)) if uses_ref else None
-        if ref_out is not None:
+        if ref_out is not None and not errs:  # the first call's (a pass over its outputs costs ~1/3 of a check)
             errs.append(error_maxima(outs, ref_out))
         counted.append((i, checker.timed_bad(outs, ref_out, pristine, ev.tols), outs, ref_out, pristine))
     # the cheap device-side counts decide, read in one synchronisation; the full check (its
@@ -632,6 +658,87 @@ def _own_errors(result: Dict[str, Any], errors: Dict[str, float]) -> None:
         corr[key] = max(float(mine), v) if ok else v
 
 
+class EarlyInputs:
+    """The first witness round's inputs, asked of the reference runner just before the solution's
+    evaluation and made in host memory while it runs (GPU only: the device is not touched, so the
+    timing is not either; on a CPU the cores are what is timed). The seed is drawn now and never
+    leaves the supervisor and the reference runner; the inputs stay in the reference runner's
+    scratch, out of the solution's sight (its Landlock rules; `Supervisor._keep_runtime_private`),
+    until the supervisor hands them over inside the witness's measurement, as it does otherwise.
+    Its answer is always collected (`collect` or `discard`): it must not stay in the channel."""
+
+    def __init__(self, rr: Any, folder: "_Folder", seed: int, k: int, nonce: str, timeout: float) -> None:
+        self.rr, self.folder, self.seed, self.k, self.nonce, self.timeout = rr, folder, seed, k, nonce, timeout
+        self._reply: Optional[Dict[str, Any]] = None
+        self._collected = False
+
+    @property
+    def done(self) -> bool:
+        """Its answer was read (collected or discarded)."""
+        return self._collected
+
+    def _receive(self) -> Optional[Dict[str, Any]]:
+        from ..protocol import ConnectionClosed, recv_msg
+        from . import channel
+
+        if self._collected:
+            return self._reply
+        self._collected = True
+        try:
+            reply = recv_msg(self.rr.sock, timeout=self.timeout)
+        except (TimeoutError, ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError):
+            return None  # the reference runner is in trouble: the round asks again, and fails there
+        res, _ = channel.verify(self.rr.key, self.nonce, self.rr.seq, reply)
+        if res is None:
+            return None
+        self.rr.seq = int(reply.get("seq", self.rr.seq)) if self.rr.key is not None else self.rr.seq
+        self._reply = res
+        return res
+
+    def collect(self, k: int) -> Optional[Dict[str, Any]]:
+        """The reference runner's answer when it made `k` input sets (None: make them again)."""
+        res = self._receive()
+        return res if res is not None and res.get("status") == "OK" and self.k == k else None
+
+    def discard(self) -> None:
+        """No witness after all (the evaluation did not pass): drain the answer, drop the inputs."""
+        self._receive()
+        self.folder.remove()
+
+
+def premake(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: float) -> Optional[EarlyInputs]:
+    """Ask the reference runner for the first witness round's inputs before the solution's
+    evaluation is sent (GPU only; None where the witness would not run or cannot use them)."""
+    from ..protocol import send_msg
+
+    cfg = request.get("config") or {}
+    when = os.environ.get("FIB_WITNESS_EARLY", "auto").strip().lower()  # auto: GPU only; on: also CPU (tests)
+    if when in ("0", "off", "no") or (device == "cpu" and when != "on"):
+        return None
+    if not enabled() or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
+        return None
+    rr = sup.ref_runner
+    if rr is None or rr.proc.poll() is not None:
+        return None
+    k = _k_for(request, None, device, _round_bytes(device, [r, rr]))
+    if k < 1:
+        return None
+    try:
+        folder = _Folder(rr)
+    except OSError:
+        return None
+    seed = int.from_bytes(os.urandom(8), "big") >> 2
+    nonce = os.urandom(8).hex()
+    ref_request = {key: v for key, v in request.items() if key != "build"}
+    try:
+        send_msg(rr.sock, {"type": "witness_inputs", "request": ref_request, "seed": seed, "k": k, "folder": folder.name,
+                           "host": True, "nonce": nonce})
+    except OSError:
+        folder.remove()
+        return None
+    return EarlyInputs(rr, folder, seed, k, nonce, timeout)
+
+
 class _Abort(Exception):
     """The witness cannot go on: (flag or 'failed', why)."""
 
@@ -657,6 +764,8 @@ class _Witness:
         self._null_ready = False
         self._prep_nonce: Optional[str] = None  # a witness_prepare sent to the solution's runner, not yet answered
         self._prep_t = 0.0
+        self.early: Optional[EarlyInputs] = None  # the first round's inputs, asked for during the evaluation
+        self.early_used = False
 
     def _timed(self, part: str, handle: Any, msg: Dict[str, Any], **kw: Any) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
         t = time.perf_counter()
@@ -701,11 +810,21 @@ class _Witness:
     def round(self, with_null: Any) -> None:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
         the reference runner; then the null call on the same inputs if `with_null()` says so."""
-        seed = int.from_bytes(os.urandom(8), "big") >> 2
-        try:
-            fr = _Folder(self.rr)
-        except OSError as e:  # the reference runner's scratch: the harness's side
-            raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
+        made: Optional[Dict[str, Any]] = None
+        early, self.early = self.early, None
+        if early is not None:  # inputs made in host memory while the evaluation ran
+            t = time.perf_counter()
+            made = early.collect(self.k)
+            self.parts["inputs"] = self.parts.get("inputs", 0.0) + (time.perf_counter() - t) * 1e3
+            fr, seed = early.folder, early.seed
+            if made is None:
+                fr.remove()
+        if made is None:
+            seed = int.from_bytes(os.urandom(8), "big") >> 2
+            try:
+                fr = _Folder(self.rr)
+            except OSError as e:  # the reference runner's scratch: the harness's side
+                raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
         try:
             fs = _Folder(self.r)
         except OSError as e:
@@ -715,8 +834,11 @@ class _Witness:
             raise _Abort("failed", f"the solution's scratch refused the witness's folder ({e})") from e
         folders = [fr, fs]
         try:
-            made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
-                                                           "seed": seed, "k": self.k, "folder": fr.name})
+            if made is None:
+                made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
+                                                               "seed": seed, "k": self.k, "folder": fr.name})
+            else:
+                self.early_used = True
             self.finish_prepare()  # the first round: the solution's runner prepared meanwhile
             if made is None or made.get("status") != "OK":
                 raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
@@ -766,9 +888,20 @@ class _Witness:
                 self.nulls.append(nms)
 
 
-def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
+def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float,
+           early: Optional[EarlyInputs] = None) -> None:
     """Check a PASSED `result` of runner `r` (see the module docstring); changes `result` in place
-    when it does not stand. `sup` is the worker's Supervisor (its reference runner)."""
+    when it does not stand. `sup` is the worker's Supervisor (its reference runner); `early`: the
+    first round's inputs asked for before the evaluation (`premake`), used or discarded here."""
+    try:
+        _verify(sup, r, request, result, device, timeout, early)
+    finally:
+        if early is not None and not early.done:
+            early.discard()
+
+
+def _verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float,
+            early: Optional[EarlyInputs]) -> None:
     if result.get("status") != "PASSED" or not enabled():
         return
     t_start = time.perf_counter()
@@ -794,6 +927,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
     clock = 1 if cpu else 0
     w = _Witness(sup, r, rr, request, k, cpu, timeout, max_bytes)
+    w.early = early if early is not None and early.rr is rr else None
     null_key = hashlib.sha256(json.dumps([w.ref_request.get("definition"), w.ref_request.get("workload"),
                                           cfg.get("inputs"), k, cpu], sort_keys=True, default=str).encode()).hexdigest()
     null_cache = sup.__dict__.setdefault("_witness_null", {})
@@ -859,7 +993,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "parallelism": round(par(), 2),
                         "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
                         "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
-                        "runner_parts_ms": w.runner_parts,
+                        "runner_parts_ms": w.runner_parts, "early_inputs": w.early_used,
                         "seconds": round(time.perf_counter() - t_start, 3)}
     if w.errors:
         _own_errors(result, w.errors)
