@@ -116,6 +116,13 @@ def main(argv: Optional[list] = None) -> int:
                 import traceback
 
                 result = {"status": "RUNTIME_ERROR", "message": "internal error timing the reference:\n" + traceback.format_exc()}
+            if result.get("status") == "OK":
+                from .sandbox import witness
+
+                try:  # before release_memory drops the sets; without it the witness makes its inputs later
+                    witness.keep_host_base(state, msg["request"])
+                except (ValueError, RuntimeError, KeyError) as e:
+                    print(f"witness: no host copy of the timing set ({type(e).__name__}: {e})", file=sys.stderr)
             state.release_memory()
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue

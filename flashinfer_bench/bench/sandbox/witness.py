@@ -278,7 +278,7 @@ def _base_key(ev: Any) -> Tuple[Any, ...]:
 def _timing_base(ev: Any) -> List[Any]:
     """The evaluation's first trial set (what its timed calls keep of it), kept per workload, with
     a host copy of its structured inputs (what `_make(host=True)` takes of it)."""
-    from ..inputs import derive_seed, make_inputs, random_input_mask
+    from ..inputs import make_inputs
 
     key = _base_key(ev)
     kept = getattr(ev.state, "_witness_base", None)
@@ -286,16 +286,50 @@ def _timing_base(ev: Any) -> List[Any]:
         hit = ev.state.sets.get(key)  # the reference runner made it to time the reference
         base = hit[0] if hit is not None else make_inputs(ev.definition, ev.workload, key[1], ev.device,
                                                           ev.dataset_root, ev.state.st_cache, ev.specs)
-        mask = random_input_mask(ev.definition, ev.workload, ev.specs)
-        on_host = [None if m else (x.cpu() if hasattr(x, "cpu") else x) for x, m in zip(base, mask)]
-        kept = (key, base, on_host)
+        kept = (key, base)
         ev.state._witness_base = kept
+        _keep_on_host(ev, key, base)
     return kept[1]
 
 
+HOST_BASES_BYTES = 256 << 20  # host copies of timing sets' structured inputs kept by the reference runner
+
+
+def _keep_on_host(ev: Any, key: Tuple[Any, ...], base: List[Any]) -> None:
+    from collections import OrderedDict
+
+    from ..inputs import random_input_mask, tensor_bytes
+
+    kept: "OrderedDict[Tuple[Any, ...], Tuple[List[Any], int]]" = ev.state.__dict__.setdefault("_witness_host_bases", OrderedDict())
+    if key in kept:
+        kept.move_to_end(key)
+        return
+    mask = random_input_mask(ev.definition, ev.workload, ev.specs)
+    on_host = [None if m else (x.cpu() if hasattr(x, "cpu") else x) for x, m in zip(base, mask)]
+    n = tensor_bytes([x for x in on_host if x is not None])
+    if n > HOST_BASES_BYTES:
+        return
+    kept[key] = (on_host, n)
+    while sum(v[1] for v in kept.values()) > HOST_BASES_BYTES:
+        kept.popitem(last=False)
+
+
 def _timing_base_host(ev: Any) -> Optional[List[Any]]:
-    kept = getattr(ev.state, "_witness_base", None)
-    return kept[2] if kept is not None and kept[0] == _base_key(ev) else None
+    kept = getattr(ev.state, "_witness_host_bases", None) or {}
+    hit = kept.get(_base_key(ev))
+    return hit[0] if hit is not None else None
+
+
+def keep_host_base(state: Any, request: Dict[str, Any]) -> None:
+    """Reference runner, right after it timed the reference on a workload (no solution is being
+    timed then): keep the host copy of the timing set's structured inputs, so that a later
+    witness can make its inputs in host memory while a solution's evaluation runs."""
+    from ..inputs import random_input_mask
+
+    ev = _eval_run(state, request)
+    mask = random_input_mask(ev.definition, ev.workload, ev.specs)
+    if any(mask) and not all(mask):
+        _timing_base(ev)
 
 
 def _folder(name: str) -> str:
