@@ -116,13 +116,6 @@ def main(argv: Optional[list] = None) -> int:
                 import traceback
 
                 result = {"status": "RUNTIME_ERROR", "message": "internal error timing the reference:\n" + traceback.format_exc()}
-            if result.get("status") == "OK":
-                from .sandbox import witness
-
-                try:  # before release_memory drops the sets; without it the witness makes its inputs later
-                    witness.keep_host_base(state, msg["request"])
-                except (ValueError, RuntimeError, KeyError) as e:
-                    print(f"witness: no host copy of the timing set ({type(e).__name__}: {e})", file=sys.stderr)
             state.release_memory()
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
@@ -131,8 +124,7 @@ def main(argv: Optional[list] = None) -> int:
 
             try:
                 if kind == "witness_inputs":
-                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
-                                            host=bool(msg.get("host")))
+                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]))
                 elif kind == "witness_prepare":
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":

@@ -426,66 +426,60 @@ class Supervisor:
         }
         if ref_stats is not None:
             request["reference_stats"] = ref_stats
-        # GPU: the reference runner makes the witness's first inputs in host memory meanwhile
-        early = witness.premake(self, r, request, self.device, cfg.timeout_s) if ref_stats is not None else None
+        nonce = os.urandom(8).hex()
+        shm["before"] = _shm_entries()
+        watch = supervise.MemoryWatch.for_runner(r.proc.pid, r.ready)
         try:
-            nonce = os.urandom(8).hex()
-            shm["before"] = _shm_entries()
-            watch = supervise.MemoryWatch.for_runner(r.proc.pid, r.ready)
-            try:
-                with watch:
-                    send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
-                    reply = recv_msg(r.sock, timeout=cfg.timeout_s)
-            except TimeoutError:
-                self.replace_runner(r, "timeout")
-                out = read_capped(log_path, cfg.log_limit_bytes)
-                return trace("TIMEOUT", f"no result within the {cfg.timeout_s:g} s timeout; the runner was killed", out)
-            except (ConnectionClosed, BrokenPipeError, ConnectionResetError):
-                try:
-                    r.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
-                how = describe_exit(r.proc.poll())
-                limit = supervise.explain_death(r.proc.poll(), watch, r.ready)
-                self.replace_runner(r, f"died ({how})")
-                out = read_capped(log_path, cfg.log_limit_bytes)
-                return trace(
-                    "RUNTIME_ERROR",
-                    (limit + f" ({how})") if limit else
-                    f"the runner process died during the evaluation ({how}); the solution crashed or exited the process",
-                    out,
-                )
-            mark("evaluation")
-            result, forged = supervise.check_reply(reply, r.key, nonce, r.seq)
-            problems = supervise.plausibility_problems(result, request, r.ready, self.device) if result is not None else []
-            if result is None or problems:
-                self.replace_runner(r, "untrustworthy reply")
-                out = read_capped(log_path, cfg.log_limit_bytes)
-                why = (f"forged_result: the runner's reply was not its sealed answer to this request ({forged}); "
-                       f"something in the solution's process wrote to the result channel") if result is None else (
-                       "implausible result from the runner, not trusted: " + "; ".join(problems))
-                return trace("RUNTIME_ERROR", why, out)
-            r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
-            # how this runner began: forked from the runner zygote, or started from scratch
-            result.setdefault("env", {})["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
-            supervise.own_reference(result, ref_stats)  # never the copy the solution's runner echoed
-            mark("checks")
-            with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
-                witness.verify(self, r, request, result, self.device, cfg.timeout_s, early)
-            mark("witness")
-            suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
-            if suspicion:
-                extra = result.setdefault("extra", {})
-                extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), "below_roofline_floor", "implausible_latency"]))
-                extra["suspect"] = True
-                extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + suspicion]
-            if not result.get("healthy", True):
-                self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
+            with watch:
+                send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
+                reply = recv_msg(r.sock, timeout=cfg.timeout_s)
+        except TimeoutError:
+            self.replace_runner(r, "timeout")
             out = read_capped(log_path, cfg.log_limit_bytes)
-            return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
-        finally:
-            if early is not None and not early.done:
-                early.discard()  # no witness after all: its answer must not stay in the channel
+            return trace("TIMEOUT", f"no result within the {cfg.timeout_s:g} s timeout; the runner was killed", out)
+        except (ConnectionClosed, BrokenPipeError, ConnectionResetError):
+            try:
+                r.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            how = describe_exit(r.proc.poll())
+            limit = supervise.explain_death(r.proc.poll(), watch, r.ready)
+            self.replace_runner(r, f"died ({how})")
+            out = read_capped(log_path, cfg.log_limit_bytes)
+            return trace(
+                "RUNTIME_ERROR",
+                (limit + f" ({how})") if limit else
+                f"the runner process died during the evaluation ({how}); the solution crashed or exited the process",
+                out,
+            )
+        mark("evaluation")
+        result, forged = supervise.check_reply(reply, r.key, nonce, r.seq)
+        problems = supervise.plausibility_problems(result, request, r.ready, self.device) if result is not None else []
+        if result is None or problems:
+            self.replace_runner(r, "untrustworthy reply")
+            out = read_capped(log_path, cfg.log_limit_bytes)
+            why = (f"forged_result: the runner's reply was not its sealed answer to this request ({forged}); "
+                   f"something in the solution's process wrote to the result channel") if result is None else (
+                   "implausible result from the runner, not trusted: " + "; ".join(problems))
+            return trace("RUNTIME_ERROR", why, out)
+        r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
+        # how this runner began: forked from the runner zygote, or started from scratch
+        result.setdefault("env", {})["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
+        supervise.own_reference(result, ref_stats)  # never the copy the solution's runner echoed
+        mark("checks")
+        with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
+            witness.verify(self, r, request, result, self.device, cfg.timeout_s)
+        mark("witness")
+        suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
+        if suspicion:
+            extra = result.setdefault("extra", {})
+            extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), "below_roofline_floor", "implausible_latency"]))
+            extra["suspect"] = True
+            extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + suspicion]
+        if not result.get("healthy", True):
+            self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
+        out = read_capped(log_path, cfg.log_limit_bytes)
+        return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
 
     def _clean_shm(self, before: set) -> None:
         """Remove what the evaluation left in /dev/shm (a tmpfs file outlives its process)."""

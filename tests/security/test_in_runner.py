@@ -161,33 +161,3 @@ def test_understated_error_figures_without_the_witness(lab_without_witness: Lab)
     ev = t.evaluation
     print(f"WITHOUT WITNESS forge_error_numbers: {ev.status.value} max_abs {ev.correctness.max_absolute_error}")
     assert ev.status.value == "PASSED" and ev.correctness.max_absolute_error == 0.0
-
-
-@pytest.fixture(scope="module")
-def lab_early(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """The witness's first inputs made by the reference runner during the evaluation, as on a GPU."""
-    with running_lab(tmp_path_factory.mktemp("early"), env={"FIB_WITNESS_EARLY": "on"}) as lab:
-        yield lab
-
-
-def test_inputs_made_during_the_evaluation_witness_as_before(lab_early: Lab) -> None:
-    """The first round's inputs asked for before the evaluation: an honest solution passes on them
-    (the reference runner keeps a host copy of each workload's timing set when it times the
-    reference), a forged latency is disputed, and an evaluation that fails leaves the reference
-    runner's channel clean for the next one."""
-    used = []
-    for wl in (WL, SMALL, WL, SMALL):  # workloads interleaved: each keeps its timing set's host copy
-        t = _good(lab_early, wl)
-        ev = t.evaluation
-        assert ev.status.value == "PASSED", ev.log[-1500:]
-        w = ev.correctness.extra["witness"]
-        assert w["bad_calls"] == 0 and "timing_disputed" not in flags(t)
-        used.append(w["early_inputs"])
-    assert all(used), used
-    forged = lab_early.run("rewrite_stats", workload=WL, COST=COST)
-    assert forged.evaluation.status.value != "PASSED" and "timing_disputed" in forged.evaluation.log, forged.evaluation.log[-1500:]
-    wrong = lab_early.run("huge_log", workload=WL, LINES=10)  # its answers are wrong: no witness runs
-    assert wrong.evaluation.status.value == "INCORRECT_NUMERICAL", wrong.evaluation.log[-1500:]
-    after = _good(lab_early)
-    assert after.evaluation.status.value == "PASSED", after.evaluation.log[-1500:]
-    assert after.evaluation.correctness.extra["witness"]["early_inputs"] is True

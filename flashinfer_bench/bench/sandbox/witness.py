@@ -244,97 +244,39 @@ def _eval_run(state: Any, request: Dict[str, Any]) -> Any:
     return ev
 
 
-def _make(ev: Any, seed: int, i: int, host: bool = False) -> Optional[List[Any]]:
+def _make(ev: Any, seed: int, i: int) -> List[Any]:
     """Input set `i` of a witness round: the inputs the runner refreshes before every timed call
     (random tensors) drawn fresh from `seed`, the others (structured: offsets, indices, scales,
     a router's bias; scalars) those of the evaluation's timing sets, i.e. of its first trial set
     (the request's seed): the witness times calls like the ones it checks the claim of. A kernel
     whose cost depends on them (the fp8 MoE returns at once when no token is routed to a local
     expert) costs the same here as there. Everything fresh when nothing is refreshed (inputs the
-    solution could know in full). `host`: made in host memory without touching the device (None
-    when that needs the timing set, and no host copy of it is kept yet)."""
-    import torch
-
+    solution could know in full)."""
     from ..inputs import derive_seed, make_inputs, random_input_mask
 
+    fresh = make_inputs(ev.definition, ev.workload, derive_seed(seed, ev.workload.uuid, i), ev.device,
+                        ev.dataset_root, ev.state.st_cache, ev.specs)
     mask = random_input_mask(ev.definition, ev.workload, ev.specs)
-    mixed = any(mask) and not all(mask)
-    base = (_timing_base_host(ev) if host else _timing_base(ev)) if mixed else None
-    if mixed and base is None:
-        return None
-    fresh = make_inputs(ev.definition, ev.workload, derive_seed(seed, ev.workload.uuid, i),
-                        torch.device("cpu") if host else ev.device, ev.dataset_root, ev.state.st_cache, ev.specs)
-    if not mixed:
+    if not any(mask) or all(mask):
         return fresh
+    base = _timing_base(ev)
     return [x if m else b for x, m, b in zip(fresh, mask, base)]
 
 
-def _base_key(ev: Any) -> Tuple[Any, ...]:
-    from ..inputs import derive_seed
-
-    return (ev._wl_key(), derive_seed(ev.seed, ev.workload.uuid, 0), str(ev.device))  # the runner's own cache key
-
-
 def _timing_base(ev: Any) -> List[Any]:
-    """The evaluation's first trial set (what its timed calls keep of it), kept per workload, with
-    a host copy of its structured inputs (what `_make(host=True)` takes of it)."""
-    from ..inputs import make_inputs
+    """The evaluation's first trial set (what its timed calls keep of it), kept per workload."""
+    from ..inputs import derive_seed, make_inputs
 
-    key = _base_key(ev)
+    seed0 = derive_seed(ev.seed, ev.workload.uuid, 0)
+    key = (ev._wl_key(), seed0, str(ev.device))  # the key of the runner's own cache of trial sets
     kept = getattr(ev.state, "_witness_base", None)
     if kept is None or kept[0] != key:
         hit = ev.state.sets.get(key)  # the reference runner made it to time the reference
-        base = hit[0] if hit is not None else make_inputs(ev.definition, ev.workload, key[1], ev.device,
+        base = hit[0] if hit is not None else make_inputs(ev.definition, ev.workload, seed0, ev.device,
                                                           ev.dataset_root, ev.state.st_cache, ev.specs)
         kept = (key, base)
         ev.state._witness_base = kept
-        _keep_on_host(ev, key, base)
     return kept[1]
-
-
-# early inputs (premake) only for rounds of at most this many bytes of inputs and outputs: the host
-# draws ~6 ns an element on one core, so larger rounds took longer than the evaluation they overlap
-# on the H200 (4 x 128 x 4096 RMSNorm sets: 11 ms still to wait after the evaluation, 66 ms for
-# larger ones; the device makes them in 5-7 ms)
-EARLY_MAX_BYTES = 2 << 20
-HOST_BASES_BYTES = 256 << 20  # host copies of timing sets' structured inputs kept by the reference runner
-
-
-def _keep_on_host(ev: Any, key: Tuple[Any, ...], base: List[Any]) -> None:
-    from collections import OrderedDict
-
-    from ..inputs import random_input_mask, tensor_bytes
-
-    kept: "OrderedDict[Tuple[Any, ...], Tuple[List[Any], int]]" = ev.state.__dict__.setdefault("_witness_host_bases", OrderedDict())
-    if key in kept:
-        kept.move_to_end(key)
-        return
-    mask = random_input_mask(ev.definition, ev.workload, ev.specs)
-    on_host = [None if m else (x.cpu() if hasattr(x, "cpu") else x) for x, m in zip(base, mask)]
-    n = tensor_bytes([x for x in on_host if x is not None])
-    if n > HOST_BASES_BYTES:
-        return
-    kept[key] = (on_host, n)
-    while sum(v[1] for v in kept.values()) > HOST_BASES_BYTES:
-        kept.popitem(last=False)
-
-
-def _timing_base_host(ev: Any) -> Optional[List[Any]]:
-    kept = getattr(ev.state, "_witness_host_bases", None) or {}
-    hit = kept.get(_base_key(ev))
-    return hit[0] if hit is not None else None
-
-
-def keep_host_base(state: Any, request: Dict[str, Any]) -> None:
-    """Reference runner, right after it timed the reference on a workload (no solution is being
-    timed then): keep the host copy of the timing set's structured inputs, so that a later
-    witness can make its inputs in host memory while a solution's evaluation runs."""
-    from ..inputs import random_input_mask
-
-    ev = _eval_run(state, request)
-    mask = random_input_mask(ev.definition, ev.workload, ev.specs)
-    if any(mask) and not all(mask):
-        _timing_base(ev)
 
 
 def _folder(name: str) -> str:
@@ -343,14 +285,10 @@ def _folder(name: str) -> str:
     return os.path.join(_scratch(), name)
 
 
-def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, host: bool = False) -> Dict[str, Any]:
-    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch. `host`:
-    made in host memory only (asked while the solution's evaluation runs on the device; NOT_READY
-    when that cannot be done without the device)."""
+def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) -> Dict[str, Any]:
+    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch."""
     ev = _eval_run(state, request)
-    made = [_make(ev, seed, i, host=host) for i in range(k)]
-    if any(m is None for m in made):
-        return {"status": "NOT_READY"}
+    made = [_make(ev, seed, i) for i in range(k)]
     saved = _save_all(made, os.path.join(_folder(folder), "inputs.bin"))
     state._witness_made = (seed, made, saved)  # the check's pristine inputs (only files leave this process)
     return {"status": "OK", "inputs": saved}
@@ -435,9 +373,6 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     kept = getattr(state, "_witness_made", None)
     made = kept[1] if kept is not None and kept[0] == seed and len(kept[1]) == len(all_outs) else None
     state._witness_made = None
-    if made is not None and ev.device.type != "cpu":  # made in host memory during the evaluation
-        made = [[x.to(ev.device) if hasattr(x, "to") and getattr(x, "device", ev.device).type == "cpu" else x
-                 for x in m] for m in made]
     # the reference runs on the inputs file's views (a second copy that already exists; nothing
     # reads it after), the check reads the pristine tensors; a check that judges the outputs by
     # the inputs alone (sampling: tokens inside the filtered support) needs no reference at all
@@ -697,88 +632,6 @@ def _own_errors(result: Dict[str, Any], errors: Dict[str, float]) -> None:
         corr[key] = max(float(mine), v) if ok else v
 
 
-class EarlyInputs:
-    """The first witness round's inputs, asked of the reference runner just before the solution's
-    evaluation and made in host memory while it runs (GPU only: the device is not touched, so the
-    timing is not either; on a CPU the cores are what is timed). The seed is drawn now and never
-    leaves the supervisor and the reference runner; the inputs stay in the reference runner's
-    scratch, out of the solution's sight (its Landlock rules; `Supervisor._keep_runtime_private`),
-    until the supervisor hands them over inside the witness's measurement, as it does otherwise.
-    Its answer is always collected (`collect` or `discard`): it must not stay in the channel."""
-
-    def __init__(self, rr: Any, folder: "_Folder", seed: int, k: int, nonce: str, timeout: float) -> None:
-        self.rr, self.folder, self.seed, self.k, self.nonce, self.timeout = rr, folder, seed, k, nonce, timeout
-        self._reply: Optional[Dict[str, Any]] = None
-        self._collected = False
-
-    @property
-    def done(self) -> bool:
-        """Its answer was read (collected or discarded)."""
-        return self._collected
-
-    def _receive(self) -> Optional[Dict[str, Any]]:
-        from ..protocol import ConnectionClosed, recv_msg
-        from . import channel
-
-        if self._collected:
-            return self._reply
-        self._collected = True
-        try:
-            reply = recv_msg(self.rr.sock, timeout=self.timeout)
-        except (TimeoutError, ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError):
-            return None  # the reference runner is in trouble: the round asks again, and fails there
-        res, _ = channel.verify(self.rr.key, self.nonce, self.rr.seq, reply)
-        if res is None:
-            return None
-        self.rr.seq = int(reply.get("seq", self.rr.seq)) if self.rr.key is not None else self.rr.seq
-        self._reply = res
-        return res
-
-    def collect(self, k: int) -> Optional[Dict[str, Any]]:
-        """The reference runner's answer when it made `k` input sets (None: make them again)."""
-        res = self._receive()
-        return res if res is not None and res.get("status") == "OK" and self.k == k else None
-
-    def discard(self) -> None:
-        """No witness after all (the evaluation did not pass): drain the answer, drop the inputs."""
-        self._receive()
-        self.folder.remove()
-
-
-def premake(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: float) -> Optional[EarlyInputs]:
-    """Ask the reference runner for the first witness round's inputs before the solution's
-    evaluation is sent (GPU only; None where the witness would not run or cannot use them)."""
-    from ..protocol import send_msg
-
-    cfg = request.get("config") or {}
-    when = os.environ.get("FIB_WITNESS_EARLY", "auto").strip().lower()  # auto: GPU only; on: also CPU (tests)
-    if when in ("0", "off", "no") or (device == "cpu" and when != "on"):
-        return None
-    if not enabled() or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
-        return None
-    rr = sup.ref_runner
-    if rr is None or rr.proc.poll() is not None:
-        return None
-    k = _k_for(request, None, device, _round_bytes(device, [r, rr]))
-    per_call = _call_bytes(request)
-    if k < 1 or per_call is None or k * per_call > EARLY_MAX_BYTES:
-        return None
-    try:
-        folder = _Folder(rr)
-    except OSError:
-        return None
-    seed = int.from_bytes(os.urandom(8), "big") >> 2
-    nonce = os.urandom(8).hex()
-    ref_request = {key: v for key, v in request.items() if key != "build"}
-    try:
-        send_msg(rr.sock, {"type": "witness_inputs", "request": ref_request, "seed": seed, "k": k, "folder": folder.name,
-                           "host": True, "nonce": nonce})
-    except OSError:
-        folder.remove()
-        return None
-    return EarlyInputs(rr, folder, seed, k, nonce, timeout)
-
-
 class _Abort(Exception):
     """The witness cannot go on: (flag or 'failed', why)."""
 
@@ -804,8 +657,6 @@ class _Witness:
         self._null_ready = False
         self._prep_nonce: Optional[str] = None  # a witness_prepare sent to the solution's runner, not yet answered
         self._prep_t = 0.0
-        self.early: Optional[EarlyInputs] = None  # the first round's inputs, asked for during the evaluation
-        self.early_used = False
 
     def _timed(self, part: str, handle: Any, msg: Dict[str, Any], **kw: Any) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
         t = time.perf_counter()
@@ -850,21 +701,11 @@ class _Witness:
     def round(self, with_null: Any) -> None:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
         the reference runner; then the null call on the same inputs if `with_null()` says so."""
-        made: Optional[Dict[str, Any]] = None
-        early, self.early = self.early, None
-        if early is not None:  # inputs made in host memory while the evaluation ran
-            t = time.perf_counter()
-            made = early.collect(self.k)
-            self.parts["inputs"] = self.parts.get("inputs", 0.0) + (time.perf_counter() - t) * 1e3
-            fr, seed = early.folder, early.seed
-            if made is None:
-                fr.remove()
-        if made is None:
-            seed = int.from_bytes(os.urandom(8), "big") >> 2
-            try:
-                fr = _Folder(self.rr)
-            except OSError as e:  # the reference runner's scratch: the harness's side
-                raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
+        seed = int.from_bytes(os.urandom(8), "big") >> 2
+        try:
+            fr = _Folder(self.rr)
+        except OSError as e:  # the reference runner's scratch: the harness's side
+            raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
         try:
             fs = _Folder(self.r)
         except OSError as e:
@@ -874,11 +715,8 @@ class _Witness:
             raise _Abort("failed", f"the solution's scratch refused the witness's folder ({e})") from e
         folders = [fr, fs]
         try:
-            if made is None:
-                made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
-                                                               "seed": seed, "k": self.k, "folder": fr.name})
-            else:
-                self.early_used = True
+            made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
+                                                           "seed": seed, "k": self.k, "folder": fr.name})
             self.finish_prepare()  # the first round: the solution's runner prepared meanwhile
             if made is None or made.get("status") != "OK":
                 raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
@@ -928,20 +766,9 @@ class _Witness:
                 self.nulls.append(nms)
 
 
-def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float,
-           early: Optional[EarlyInputs] = None) -> None:
+def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
     """Check a PASSED `result` of runner `r` (see the module docstring); changes `result` in place
-    when it does not stand. `sup` is the worker's Supervisor (its reference runner); `early`: the
-    first round's inputs asked for before the evaluation (`premake`), used or discarded here."""
-    try:
-        _verify(sup, r, request, result, device, timeout, early)
-    finally:
-        if early is not None and not early.done:
-            early.discard()
-
-
-def _verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float,
-            early: Optional[EarlyInputs]) -> None:
+    when it does not stand. `sup` is the worker's Supervisor (its reference runner)."""
     if result.get("status") != "PASSED" or not enabled():
         return
     t_start = time.perf_counter()
@@ -967,7 +794,6 @@ def _verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], d
     slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
     clock = 1 if cpu else 0
     w = _Witness(sup, r, rr, request, k, cpu, timeout, max_bytes)
-    w.early = early if early is not None and early.rr is rr else None
     null_key = hashlib.sha256(json.dumps([w.ref_request.get("definition"), w.ref_request.get("workload"),
                                           cfg.get("inputs"), k, cpu], sort_keys=True, default=str).encode()).hexdigest()
     null_cache = sup.__dict__.setdefault("_witness_null", {})
@@ -1033,7 +859,7 @@ def _verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], d
                         "parallelism": round(par(), 2),
                         "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
                         "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
-                        "runner_parts_ms": w.runner_parts, "early_inputs": w.early_used,
+                        "runner_parts_ms": w.runner_parts,
                         "seconds": round(time.perf_counter() - t_start, 3)}
     if w.errors:
         _own_errors(result, w.errors)
