@@ -666,9 +666,8 @@ class _Witness:
             self.parts[part] = self.parts.get(part, 0.0) + (time.perf_counter() - t) * 1e3
 
     def start_prepare(self) -> None:
-        """Ask the solution's runner to load and bind (not timed) without waiting for it: on a GPU
-        the reference runner makes the first round's inputs meanwhile (`finish_prepare` collects
-        the answer; on a CPU `verify` collects it at once)."""
+        """Ask the solution's runner to load and bind (not timed) without waiting for it: the
+        reference runner makes the first round's inputs meanwhile (`finish_prepare` collects it)."""
         from ..protocol import send_msg
 
         self._prep_t = time.perf_counter()
@@ -826,10 +825,6 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
 
     try:
         w.start_prepare()
-        if device == "cpu":
-            # on a CPU the two runners would share the cores the witness's inputs are made on
-            # (2-core VM, example dataset: the inputs step took ~6 ms longer beside the prepare)
-            w.finish_prepare()
         # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
         # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
         # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
