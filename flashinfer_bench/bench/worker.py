@@ -116,6 +116,17 @@ class RunnerHandle:
     served: Optional[str] = None  # the solution (build hash) this runner has run, if any
 
 
+def reference_key(req: Dict[str, Any], cfg: EvalConfig, device: str) -> str:
+    """What a reference timing is kept under: the definition and workload as their models dump
+    them (a file that leaves defaults out and the API's dump are one), the timing settings, the
+    inputs' settings and the device."""
+    ident = json.dumps(
+        [_canonical(Definition, req["definition"]), _canonical(Workload, req["workload"]), cfg.timing_key(),
+         cfg.inputs, device], sort_keys=True, default=str,
+    )
+    return hashlib.sha256(ident.encode()).hexdigest()
+
+
 def describe_exit(rc: Optional[int]) -> str:
     if rc is None:
         return "still running"
@@ -537,11 +548,7 @@ class Supervisor:
         """The reference's timing on this workload, from the reference runner (cached here, in the
         supervisor, for REF_CACHE_TTL_S); None when it cannot be had (the solution's runner then
         times the reference itself, as before)."""
-        ident = json.dumps(
-            [_canonical(Definition, req["definition"]), _canonical(Workload, req["workload"]), cfg.timing_key(),
-             cfg.inputs, self.device], sort_keys=True, default=str,
-        )
-        key = hashlib.sha256(ident.encode()).hexdigest()
+        key = reference_key(req, cfg, self.device)
         hit = self.ref_cache.get(key)
         if hit is not None and time.monotonic() - hit[0] < REF_CACHE_TTL_S:
             return {**hit[1], "cached": True}
