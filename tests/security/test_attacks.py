@@ -347,14 +347,19 @@ def test_nothing_written_to_dev_shm_survives_an_evaluation(lab: Lab) -> None:
     assert "denied: shm" in t.evaluation.log, t.evaluation.log[-1500:]
 
 
-def test_peeking_at_the_witness_inputs_before_they_are_handed_over(lab: Lab, unchanged) -> None:
-    """The reference runner makes the witness's inputs in its own scratch before the supervisor
-    copies them into the solution's: the solution must not see them there (nor through /proc)."""
-    t = lab.run("peek_witness_inputs")
-    ev = t.evaluation
+def _peek(lab: Lab):
+    """Run `peek_witness_inputs`: it saw nothing outside its scratch and PASSED (its answers are right)."""
+    ev = lab.run("peek_witness_inputs").evaluation
     report = next((x for x in ev.log.splitlines() if "SNOOP REPORT" in x), "")
     assert report and "BREACH" not in report, ev.log[-2000:]
     assert ev.status.value == "PASSED", ev.log[-2000:]
+    return ev
+
+
+def test_peeking_at_the_witness_inputs_before_they_are_handed_over(lab: Lab, unchanged) -> None:
+    """The reference runner makes the witness's inputs in its own scratch before the supervisor
+    copies them into the solution's: the solution must not see them there (nor through /proc)."""
+    ev = _peek(lab)
     w = (ev.correctness.extra or {}).get("witness") or {}
     assert w.get("calls", 0) >= 1, ev.correctness.extra  # it was witnessed while it looked
     unchanged()
@@ -374,11 +379,7 @@ def test_a_worker_directory_the_runners_may_read_keeps_scratch_apart(tmp_path: P
     lab.config = lab.config.model_copy(update={"worker_dir": str(lab.worker_dir)})
     lab.start(env={"FIB_SANDBOX_RO_MOUNTS": "0"})
     try:
-        t = lab.run("peek_witness_inputs")
-        ev = t.evaluation
-        report = next((x for x in ev.log.splitlines() if "SNOOP REPORT" in x), "")
-        assert report and "BREACH" not in report, ev.log[-2000:]
-        assert ev.status.value == "PASSED", ev.log[-2000:]
+        _peek(lab)
         assert not list(lab.worker_dir.rglob("runner-*")), "runners' scratch inside the readable cache"
     finally:
         shutdown_worker("cpu", lab.config)

@@ -385,14 +385,14 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
             [clone_inputs(m) for m in made]
     import torch
 
-    bad: List[str] = []
+    bad: List[Tuple[int, str]] = []  # (call, why)
     errs: List[Any] = []  # [max abs, max rel] of the round's first checked call, on the device
     counted: List[Tuple[int, Any, Any, Any, Any]] = []  # (call, bad elements on the device, outputs, reference, inputs)
     for i, outs in enumerate(all_outs):
         pristine = made[i] if made is not None else _make(ev, seed, i)
         prob = check_structure(outs, ev.definition, ev.out_shapes, ev.device)
         if prob is not None:
-            bad.append(f"call {i}: {prob.message}")
+            bad.append((i, prob.message))
             continue
         ref_out = (ev._call_reference(ref, ref_in[i], clone=False) if ref_in is not None else
                    ev._call_reference(ref, pristine)) if uses_ref else None
@@ -407,9 +407,8 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         if n == 0:
             continue
         res = checker.check_trial(outs, ref_out, pristine, ev.tols) if not bad else None
-        bad.append(f"call {i}: {(res.reason if res is not None else '') or 'outside the tolerance'}")
-    bad.sort(key=lambda b: int(b.split(":", 1)[0].split()[1]))
-    out: Dict[str, Any] = {"status": "OK", "bad": bad}
+        bad.append((i, (res.reason if res is not None else "") or "outside the tolerance"))
+    out: Dict[str, Any] = {"status": "OK", "bad": [f"call {i}: {why}" for i, why in sorted(bad)]}
     if errs:  # the trace's error figures, measured where the solution cannot reach
         out["max_abs"], out["max_rel"] = (float(x) for x in torch.stack(errs).amax(0).tolist())
     return out
@@ -430,6 +429,17 @@ def _scratch_bytes(handle: Any) -> Optional[int]:
     return int(n) if isinstance(n, int) and n > 0 else None
 
 
+def _accept(handle: Any, nonce: str, reply: Any) -> Tuple[Optional[Dict[str, Any]], str]:
+    """A runner's reply to the request sent with `nonce`, if it is its sealed answer (the
+    handle's sequence number then moves on): (result, why-not)."""
+    from . import channel
+
+    result, why = channel.verify(handle.key, nonce, handle.seq, reply)
+    if result is not None and handle.key is not None:
+        handle.seq = int(reply.get("seq", handle.seq))
+    return result, why
+
+
 def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = False, before_send: Optional[Any] = None,
               after_reply: Optional[Any] = None) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
     """Send `msg` to a runner and wait for its sealed reply: (result, (wall ms, CPU ms), why-not).
@@ -439,7 +449,6 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
     until then is counted)."""
     from ...sandbox.cgroup import cpu_ns
     from ..protocol import ConnectionClosed, recv_msg, send_msg
-    from . import channel
 
     nonce = os.urandom(8).hex()
     usage = _usage_file(handle) if cpu else None
@@ -463,10 +472,9 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
             late = f"{type(e).__name__}: {e}"
     c1 = cpu_ns(usage)
     ms = (wall, (c1 - c0) / 1e6 if c0 is not None and c1 is not None else wall)
-    result, why = channel.verify(handle.key, nonce, handle.seq, reply)
+    result, why = _accept(handle, nonce, reply)
     if result is None:
         return None, ms, why
-    handle.seq = int(reply.get("seq", handle.seq)) if handle.key is not None else handle.seq
     if late:
         result = {**result, "late_error": late}
     return result, ms, ""
@@ -679,8 +687,8 @@ class _Witness:
             raise _Abort("failed", f"{type(e).__name__}: {e}") from e
 
     def finish_prepare(self) -> None:
+        """Read the solution's runner's answer to `start_prepare` (nothing when it was read)."""
         from ..protocol import ConnectionClosed, recv_msg
-        from . import channel
 
         nonce, self._prep_nonce = self._prep_nonce, None
         if nonce is None:
@@ -693,10 +701,9 @@ class _Witness:
             raise _Abort("failed", f"{type(e).__name__}: {e}") from e
         finally:
             self.parts["prepare"] = (time.perf_counter() - self._prep_t) * 1e3  # overlapping the inputs
-        res, why = channel.verify(self.r.key, nonce, self.r.seq, reply)
+        res, why = _accept(self.r, nonce, reply)
         if res is None or res.get("status") != "OK":
             raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
-        self.r.seq = int(reply.get("seq", self.r.seq)) if self.r.key is not None else self.r.seq
 
     def round(self, with_null: Any) -> None:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
@@ -746,11 +753,8 @@ class _Witness:
             if not self.bad and with_null():
                 self._null(fr, made["inputs"])
         finally:
-            try:
-                self.finish_prepare()  # never leave its answer in the channel (an early abort)
-            finally:
-                for f in folders:
-                    f.remove()
+            for f in folders:
+                f.remove()
 
     def _null(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         """The harness's share: the same request to the reference runner with a null call (the
@@ -825,22 +829,20 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
 
     try:
         w.start_prepare()
-        # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
-        # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
-        # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
-        # a round within the bound ends it; one above it is never the last while rounds remain
-        # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
-        for _ in range(MAX_ROUNDS):
-            # the null call (cheap: the same inputs file) only where the raw time does not pass
-            w.round(with_null=lambda: cached_null is None and estimate() > bound())
-            if w.bad or estimate() <= bound():
-                break
+        try:
+            # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
+            # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
+            # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
+            # a round within the bound ends it; one above it is never the last while rounds remain
+            # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
+            for _ in range(MAX_ROUNDS):
+                # the null call (cheap: the same inputs file) only where the raw time does not pass
+                w.round(with_null=lambda: cached_null is None and estimate() > bound())
+                if w.bad or estimate() <= bound():
+                    break
+        finally:
+            w.finish_prepare()  # its answer never stays in the channel (an abort before the first inputs)
     except _Abort as e:
-        if w._prep_nonce is not None:  # aborted before the solution's runner answered its prepare
-            try:
-                w.finish_prepare()
-            except _Abort as late:
-                e = late if e.kind != "failed" else e
         if e.kind == "failed":
             _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did "
                         f"not complete ({e.why}); the result is not trusted", "witness_failed")
