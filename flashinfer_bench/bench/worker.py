@@ -335,11 +335,17 @@ class Supervisor:
         A GPU evaluation that ran out of memory while other runners of this worker (parked ones,
         the reference runner) held GPU memory is not charged to the solution: those runners are
         stopped and the evaluation runs once more."""
-        tr = self._evaluate_once(req)
+        try:
+            tr = self._evaluate_once(req)
+        finally:
+            witness.settle(self)  # a witness round made for an evaluation that did not pass
         if self.device != "cpu" and _out_of_memory(tr) and self._stop_idle_runners():
             log.warning("%s ran out of GPU memory beside idle runners: stopped them, evaluating again",
                         req.get("solution_name"))
-            tr = self._evaluate_once(req)
+            try:
+                tr = self._evaluate_once(req)
+            finally:
+                witness.settle(self)
         return tr
 
     def _stop_idle_runners(self) -> bool:
@@ -437,6 +443,8 @@ class Supervisor:
         }
         if ref_stats is not None:
             request["reference_stats"] = ref_stats
+        # the reference runner makes the witness's first round while the solution is evaluated
+        witness.prestage(self, r, request, self.device, cfg.timeout_s)
         nonce = os.urandom(8).hex()
         shm["before"] = _shm_entries()
         watch = supervise.MemoryWatch.for_runner(r.proc.pid, r.ready)

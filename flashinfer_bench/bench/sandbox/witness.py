@@ -8,11 +8,14 @@ PASSED trace with a fake 5x-100x speedup (tests/security/attacks). So once a run
 PASSED, the supervisor checks the two claims that matter with what it observes from outside:
 
 1. **Correctness.** The reference runner (where no solution ever ran) makes `k` input sets from
-   a seed the supervisor draws now (os.urandom) and writes them into one file of its scratch; the
-   supervisor copies that file into the solution's runner's scratch, which maps it (no copy) and
-   calls the solution once on each set, its outputs saved into a file that the supervisor copies
-   back; the reference runner computes the reference on the sets and applies the definition's
-   check. Outputs the solution's own process vouched for are not trusted.
+   a seed the supervisor draws (os.urandom) and sends only there, writes them into one file of its
+   scratch and runs the reference on them; the supervisor copies that file into the solution's
+   runner's scratch, which maps it (no copy) and calls the solution once on each set, its outputs
+   saved into a file that the supervisor copies back; the reference runner applies the
+   definition's check. Outputs the solution's own process vouched for are not trusted. The first
+   round's inputs and reference outputs are made while the solution's runner evaluates
+   (`prestage`, sent with the evaluation; the solution's runner binds the witness's calls right
+   after it answers), so an honest solution's witness is one timed exchange and one comparison.
 2. **Time.** The supervisor measures each of those requests to the solution's runner from outside:
    on a CPU the CPU time its cgroup used (every thread and process of the runner, exited ones
    included; unaffected by other load on the machine) from before the inputs exist in its scratch
@@ -41,8 +44,8 @@ those traces say `unwitnessed`; a harness's share that dwarfs the claim where th
 over the bound: `witness_unresolved`. FIB_WITNESS=off turns it off (the tests do, to show the
 attacks it stops).
 
-Runner side (`inputs`, `prepare`, `run`, `check`) imports torch; the supervisor side (`verify`)
-does not.
+Runner side (`inputs`, `prepare`, `run`, `check`) imports torch; the supervisor side
+(`prestage`, `verify`, `settle`) does not.
 """
 from __future__ import annotations
 
@@ -286,16 +289,27 @@ def _folder(name: str) -> str:
 
 
 def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) -> Dict[str, Any]:
-    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch."""
+    """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch, and the
+    reference's outputs on them, kept for the check (which then only compares). The supervisor
+    asks for the first round's while the solution's runner evaluates (`prestage`): then neither
+    the inputs nor the reference are on the witness's path."""
+    from ..checks import make_checker
+
     ev = _eval_run(state, request)
     made = [_make(ev, seed, i) for i in range(k)]
     saved = _save_all(made, os.path.join(_folder(folder), "inputs.bin"))
-    state._witness_made = (seed, made, saved)  # the check's pristine inputs (only files leave this process)
+    state._witness_made = None
+    refs = None
+    if make_checker(ev.check_spec, ev.definition).compares_to_reference:
+        ref = state.reference(ev.definition)
+        refs = [ev._call_reference(ref, m) for m in made]  # on copies: `made` stays pristine for the check
+    state._witness_made = (seed, made, saved, refs)  # only files leave this process
     return {"status": "OK", "inputs": saved}
 
 
 def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
-    """Solution's runner ("solution") or reference runner ("null"), not timed: load and bind."""
+    """Not timed: load and bind. The solution's runner ("solution") does it after every PASSED
+    evaluation (runner.py), the reference runner ("null") when the supervisor asks."""
     import torch
 
     from ..inputs import allocate_outputs
@@ -304,6 +318,7 @@ def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
     runnable = state.runnable(ev.build, ev.definition) if mode == "solution" else None
     zeros = [torch.zeros_like(o) for o in allocate_outputs(ev.definition, ev.axes, ev.device)]
     state._witness = (ev, runnable, zeros)
+    state._witness_error = None
     return {"status": "OK"}
 
 
@@ -321,7 +336,11 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str) -> Di
     from ..evaluate import _sync
     from ..inputs import allocate_outputs
 
-    ev, runnable, zeros = state._witness
+    prepared = getattr(state, "_witness", None)
+    if prepared is None:
+        raise RuntimeError("the witness's calls were not prepared after the evaluation:\n"
+                           + str(getattr(state, "_witness_error", "") or "(no evaluation passed in this runner)"))
+    ev, runnable, zeros = prepared
     d = _folder(folder)
     dps = bool(getattr(runnable, "dps", False))
     results: List[List[Any]] = []
@@ -357,32 +376,27 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str) -> Di
 
 
 def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[str, Any]]], folder: str) -> Dict[str, Any]:
-    """Reference runner: remake the inputs of each call from `seed`, compute the reference, apply
-    the definition's check to the outputs the solution's runner saved (copied into `folder`)."""
+    """Reference runner: apply the definition's check to the outputs the solution's runner saved
+    (copied into `folder`), against the reference's outputs on the inputs of `seed` (those
+    `inputs` kept; remade, and the reference run, when it kept another seed's)."""
     from ..checks import make_checker
     from ..correctness import check_structure, error_maxima
-    from ..inputs import clone_inputs
 
     ev = _eval_run(state, request)
     checker = make_checker(ev.check_spec, ev.definition)
-    ref = state.reference(ev.definition)
+    ref = state.reference(ev.definition) if checker.compares_to_reference else None
     try:
         all_outs = _load_all(calls, _folder(folder), ev.device)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as e:
         return {"status": "OK", "bad": [f"unreadable outputs ({e})"]}
     kept = getattr(state, "_witness_made", None)
-    made = kept[1] if kept is not None and kept[0] == seed and len(kept[1]) == len(all_outs) else None
     state._witness_made = None
-    # the reference runs on the inputs file's views (a second copy that already exists; nothing
-    # reads it after), the check reads the pristine tensors; a check that judges the outputs by
-    # the inputs alone (sampling: tokens inside the filtered support) needs no reference at all
+    ok = kept is not None and kept[0] == seed and len(kept[1]) >= len(all_outs)
+    made = kept[1] if ok else None
+    # the reference's outputs were computed with the inputs; without them (the kept set is of
+    # another seed) the reference runs now, on copies of the remade inputs
+    refs = kept[3] if ok else None
     uses_ref = checker.compares_to_reference
-    ref_in = None
-    if uses_ref and made is not None:
-        # CPU: views of the inputs file (no copy); GPU: copies of the pristine sets on the device
-        # (reading the file again meant a second copy onto the device, ~1 ms a round)
-        ref_in = _load_all(kept[2], _folder(folder), ev.device) if ev.device.type == "cpu" else \
-            [clone_inputs(m) for m in made]
     import torch
 
     bad: List[Tuple[int, str]] = []  # (call, why)
@@ -394,8 +408,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         if prob is not None:
             bad.append((i, prob.message))
             continue
-        ref_out = (ev._call_reference(ref, ref_in[i], clone=False) if ref_in is not None else
-                   ev._call_reference(ref, pristine)) if uses_ref else None
+        ref_out = (refs[i] if refs is not None else ev._call_reference(ref, pristine)) if uses_ref else None
         if ref_out is not None and not errs:  # the first call's (a pass over its outputs costs ~1/3 of a check)
             errs.append(error_maxima(outs, ref_out))
         counted.append((i, checker.timed_bad(outs, ref_out, pristine, ev.tols), outs, ref_out, pristine))
@@ -498,9 +511,9 @@ class _Folder:
             os.close(base)
         self._base = f"/proc/{pid}/root{scratch}"
 
-    def copy_file(self, name: str, other: "_Folder", limit: int) -> None:
-        """`name` of this folder into `other`, copied by the kernel (sendfile: no pass through
-        this process), the copy sized first so that the tmpfs gives it huge pages."""
+    def copy_file(self, name: str, other: "_Folder", limit: int, nbytes: Optional[int] = None) -> None:
+        """`name` of this folder (its first `nbytes`) into `other`, copied by the kernel (sendfile:
+        no pass through this process), the copy sized first so that the tmpfs gives it huge pages."""
         import stat
 
         if "/" in name or name.startswith("."):
@@ -512,13 +525,14 @@ class _Folder:
                 raise OSError("not a regular file")
             if st.st_size > limit:
                 raise OSError(f"file too large ({st.st_size} bytes)")
+            size = st.st_size if nbytes is None else min(nbytes, st.st_size)
             dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=other.fd)
             try:
                 os.fchmod(dst, 0o666)  # the runner maps it writable, whatever user it is in its namespace
-                os.ftruncate(dst, st.st_size)
+                os.ftruncate(dst, size)
                 done = 0
-                while done < st.st_size:
-                    n = os.sendfile(dst, src, done, st.st_size - done)
+                while done < size:
+                    n = os.sendfile(dst, src, done, size - done)
                     if n <= 0:
                         raise OSError("the file shrank while it was copied")
                     done += n
@@ -528,11 +542,20 @@ class _Folder:
             os.close(src)
 
     def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]], limit: int) -> None:
+        """The data file of `entries` into `other`, as far as they reach into it."""
         names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
         if len(names) > 1:
             raise OSError("more than one data file")
         for name in names:
-            self.copy_file(name, other, limit)
+            self.copy_file(name, other, limit, _extent(entries))
+
+    def truncate(self, name: str, nbytes: int) -> None:
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        try:
+            if os.fstat(fd).st_size > nbytes:
+                os.ftruncate(fd, nbytes)
+        finally:
+            os.close(fd)
 
     def unlink(self, name: str) -> None:
         try:
@@ -555,6 +578,12 @@ class _Folder:
                 os.close(base)
         except OSError:
             pass  # the runner's scratch goes with the runner
+
+
+def _extent(entries: List[List[Dict[str, Any]]]) -> int:
+    """How far into their data file the tensors of `entries` reach (bytes)."""
+    return max((int(e.get("offset", 0)) + int(e.get("nbytes", 0)) for row in entries for e in row
+                if isinstance(e, dict) and "file" in e), default=0)
 
 
 def _file_limit(handle: Any) -> Optional[int]:
@@ -640,6 +669,77 @@ def _own_errors(result: Dict[str, Any], errors: Dict[str, float]) -> None:
         corr[key] = max(float(mine), v) if ok else v
 
 
+class _Prestaged:
+    """The first round's inputs, asked of the reference runner before the solution's evaluation
+    and made (with the reference's outputs on them) while it runs: the seed is drawn here and
+    goes only to the reference runner, so nothing the solution's process can reach knows these
+    inputs before the witness hands them over."""
+
+    def __init__(self, rr: Any, seed: int, k: int, folder: "_Folder", nonce: str, timeout: float) -> None:
+        self.rr, self.seed, self.k, self.folder, self.nonce, self.timeout = rr, seed, k, folder, nonce, timeout
+        self.result: Optional[Dict[str, Any]] = None
+        self.why = ""
+        self._pending = True
+
+    def collect(self) -> None:
+        """Read the reference runner's answer (once): its channel is then clear again."""
+        from ..protocol import ConnectionClosed, recv_msg
+
+        if not self._pending:
+            return
+        self._pending = False
+        try:
+            reply = recv_msg(self.rr.sock, timeout=self.timeout)
+        except TimeoutError:
+            self.why = "timeout"
+            return
+        except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
+            self.why = f"{type(e).__name__}: {e}"
+            return
+        self.result, self.why = _accept(self.rr, self.nonce, reply)
+
+
+def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: float) -> None:
+    """Before runner `r` evaluates `request`: ask the reference runner for the witness's first
+    round (inputs from a fresh seed, the reference's outputs on them) without waiting, so that it
+    is made while the solution is evaluated, off the witness's path (`verify` takes it; `settle`
+    drops it when no witness follows). Nothing when the witness will not run."""
+    from ..protocol import send_msg
+
+    settle(sup)
+    cfg = request.get("config") or {}
+    if not enabled() or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
+        return
+    rr = sup.reference_runner()
+    if rr is None:
+        return
+    k = _k_for(request, None, device, _round_bytes(device, [r, rr]))  # as many as any claim may ask for
+    if k < 1:
+        return
+    try:
+        folder = _Folder(rr)
+    except OSError:
+        return  # the round makes its inputs itself (and says why not, if it cannot either)
+    seed = int.from_bytes(os.urandom(8), "big") >> 2
+    nonce = os.urandom(8).hex()
+    try:
+        send_msg(rr.sock, {"type": "witness_inputs", "request": {key: v for key, v in request.items() if key != "build"},
+                           "seed": seed, "k": k, "folder": folder.name, "nonce": nonce})
+    except OSError:
+        folder.remove()
+        return
+    sup._witness_prestaged = _Prestaged(rr, seed, k, folder, nonce, timeout)
+
+
+def settle(sup: Any) -> None:
+    """Drop a prestaged round no witness took (the evaluation did not pass), after reading its
+    answer: the reference runner's next exchange must not find it in the channel."""
+    pre = sup.__dict__.pop("_witness_prestaged", None)
+    if pre is not None:
+        pre.collect()
+        pre.folder.remove()
+
+
 class _Abort(Exception):
     """The witness cannot go on: (flag or 'failed', why)."""
 
@@ -663,8 +763,7 @@ class _Witness:
         self.parts: Dict[str, float] = {}  # wall ms of the witness's own steps
         self.runner_parts: Dict[str, Any] = {}  # the runners' own breakdown of their last round (diagnosis only)
         self._null_ready = False
-        self._prep_nonce: Optional[str] = None  # a witness_prepare sent to the solution's runner, not yet answered
-        self._prep_t = 0.0
+        self.prestaged = False  # the first round's inputs were made during the evaluation
 
     def _timed(self, part: str, handle: Any, msg: Dict[str, Any], **kw: Any) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
         t = time.perf_counter()
@@ -673,46 +772,39 @@ class _Witness:
         finally:
             self.parts[part] = self.parts.get(part, 0.0) + (time.perf_counter() - t) * 1e3
 
-    def start_prepare(self) -> None:
-        """Ask the solution's runner to load and bind (not timed) without waiting for it: the
-        reference runner makes the first round's inputs meanwhile (`finish_prepare` collects it)."""
-        from ..protocol import send_msg
-
-        self._prep_t = time.perf_counter()
-        self._prep_nonce = os.urandom(8).hex()
+    def _take(self, pre: "_Prestaged") -> Tuple[Optional["_Folder"], int, Optional[Dict[str, Any]]]:
+        """The prestaged first round's folder, seed and inputs for this round's `k` calls (its
+        first `k` sets), or Nones where it cannot serve (its folder then removed)."""
+        t = time.perf_counter()
+        pre.collect()
+        self.parts["inputs"] = (time.perf_counter() - t) * 1e3  # waiting for it, if at all
+        res = pre.result
+        rows = res.get("inputs") if isinstance(res, dict) and res.get("status") == "OK" else None
+        if pre.rr is not self.rr or not isinstance(rows, list) or len(rows) < self.k:
+            pre.folder.remove()
+            return None, 0, None
+        rows = rows[: self.k]
         try:
-            send_msg(self.r.sock, {"type": "witness_prepare", "request": self.request, "mode": "solution",
-                                   "nonce": self._prep_nonce})
-        except (BrokenPipeError, ConnectionResetError, OSError) as e:
-            raise _Abort("failed", f"{type(e).__name__}: {e}") from e
+            if len(res["inputs"]) > self.k:  # a CPU claim that asks for fewer calls: the null maps these only
+                pre.folder.truncate("inputs.bin", _extent(rows))
+        except OSError:
+            pre.folder.remove()
+            return None, 0, None
+        self.prestaged = True
+        return pre.folder, pre.seed, {**res, "inputs": rows}
 
-    def finish_prepare(self) -> None:
-        """Read the solution's runner's answer to `start_prepare` (nothing when it was read)."""
-        from ..protocol import ConnectionClosed, recv_msg
-
-        nonce, self._prep_nonce = self._prep_nonce, None
-        if nonce is None:
-            return
-        try:
-            reply = recv_msg(self.r.sock, timeout=self.timeout)
-        except TimeoutError as e:
-            raise _Abort("failed", "timeout") from e
-        except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
-            raise _Abort("failed", f"{type(e).__name__}: {e}") from e
-        finally:
-            self.parts["prepare"] = (time.perf_counter() - self._prep_t) * 1e3  # overlapping the inputs
-        res, why = _accept(self.r, nonce, reply)
-        if res is None or res.get("status") != "OK":
-            raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
-
-    def round(self, with_null: Any) -> None:
+    def round(self, with_null: Any, pre: Optional["_Prestaged"] = None) -> None:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
-        the reference runner; then the null call on the same inputs if `with_null()` says so."""
-        seed = int.from_bytes(os.urandom(8), "big") >> 2
-        try:
-            fr = _Folder(self.rr)
-        except OSError as e:  # the reference runner's scratch: the harness's side
-            raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
+        the reference runner; then the null call on the same inputs if `with_null()` says so.
+        `pre`: the inputs the reference runner made (and ran the reference on) during the
+        evaluation, used where they serve."""
+        fr, seed, made = self._take(pre) if pre is not None else (None, 0, None)
+        if fr is None:
+            seed = int.from_bytes(os.urandom(8), "big") >> 2
+            try:
+                fr = _Folder(self.rr)
+            except OSError as e:  # the reference runner's scratch: the harness's side
+                raise _Abort("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
         try:
             fs = _Folder(self.r)
         except OSError as e:
@@ -722,11 +814,11 @@ class _Witness:
             raise _Abort("failed", f"the solution's scratch refused the witness's folder ({e})") from e
         folders = [fr, fs]
         try:
-            made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
-                                                           "seed": seed, "k": self.k, "folder": fr.name})
-            self.finish_prepare()  # the first round: the solution's runner prepared meanwhile
-            if made is None or made.get("status") != "OK":
-                raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
+            if made is None:
+                made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
+                                                               "seed": seed, "k": self.k, "folder": fr.name})
+                if made is None or made.get("status") != "OK":
+                    raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
             res, ms, why = self._timed(
                 "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name}, cpu=self.cpu,
@@ -827,21 +919,18 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         n = null_per_call()
         return min(c[clock] for c in w.costs) / k - (n if n is not None else 0.0)
 
+    pre = sup.__dict__.pop("_witness_prestaged", None)
     try:
-        w.start_prepare()
-        try:
-            # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
-            # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
-            # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
-            # a round within the bound ends it; one above it is never the last while rounds remain
-            # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
-            for _ in range(MAX_ROUNDS):
-                # the null call (cheap: the same inputs file) only where the raw time does not pass
-                w.round(with_null=lambda: cached_null is None and estimate() > bound())
-                if w.bad or estimate() <= bound():
-                    break
-        finally:
-            w.finish_prepare()  # its answer never stays in the channel (an abort before the first inputs)
+        # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
+        # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
+        # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
+        # a round within the bound ends it; one above it is never the last while rounds remain
+        # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
+        for i in range(MAX_ROUNDS):
+            # the null call (cheap: the same inputs file) only where the raw time does not pass
+            w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None)
+            if w.bad or estimate() <= bound():
+                break
     except _Abort as e:
         if e.kind == "failed":
             _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did "
@@ -858,7 +947,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "round_ms": [[round(x, 4) for x in c] for c in w.costs],
                         "null_ms": round(null * k, 4) if null is not None else None,
                         "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
-                        "parallelism": round(par(), 2),
+                        "parallelism": round(par(), 2), "prestaged": w.prestaged,
                         "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
                         "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
                         "runner_parts_ms": w.runner_parts,
