@@ -114,6 +114,23 @@ def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 
+def test_the_witness_inputs_a_solution_is_handed_cannot_be_spoiled(gpu_lab: Lab) -> None:
+    """On a GPU the witness hands the inputs over as a hard link to the reference runner's file
+    (no copy), which the null call measuring the harness's share reads again: the solution can
+    neither make it writable nor change or truncate it, so a forged latency cannot turn the null
+    call into a failure and its dispute into `witness_unresolved`."""
+    from tests.bench.conftest import rms_workload
+
+    t = gpu_lab.run("tamper_witness_inputs", workload=rms_workload(4096, uuid="rms_gpu_tamper"), COST=200)
+    ev = t.evaluation
+    extra = (ev.correctness.extra or {}) if ev.correctness else {}
+    print("GPU tamper", ev.status.value, sorted(flags(t)), extra.get("witness"))
+    assert "TAMPER REPORT all denied" in ev.log, ev.log[:3000]
+    assert "BREACH" not in ev.log, ev.log[:3000]
+    assert ev.status.value != "PASSED" or "timing_disputed" in flags(t), (sorted(flags(t)), extra.get("witness"))
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
 def test_metadata_and_proc_on_the_gpu_machine(gpu_lab: Lab, unchanged) -> None:
     """A file's mode, owner, times and extended attributes cannot change (seccomp, on every device;
     CUDA runners have no read-only mount namespace: it broke CUDA init on the H200), by path or by

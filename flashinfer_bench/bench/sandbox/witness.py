@@ -541,13 +541,46 @@ class _Folder:
         finally:
             os.close(src)
 
-    def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]], limit: int) -> None:
-        """The data file of `entries` into `other`, as far as they reach into it."""
+    def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]], limit: int, share: bool = False) -> None:
+        """The data file of `entries` into `other`, as far as they reach into it. `share`: as a
+        hard link where both folders are on one filesystem and all of it is wanted (a GPU
+        runner's scratch is a directory of the worker's, and maps its inputs read-only): no
+        copy at all. The file is made read-only first; the runner can change neither its mode
+        (seccomp) nor its contents then (no capabilities), so the name the reference runner
+        keeps for the null call still holds what it wrote."""
         names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
         if len(names) > 1:
             raise OSError("more than one data file")
         for name in names:
-            self.copy_file(name, other, limit, _extent(entries))
+            if not (share and self.link_file(name, other, limit, _extent(entries))):
+                self.copy_file(name, other, limit, _extent(entries))
+
+    def link_file(self, name: str, other: "_Folder", limit: int, nbytes: int) -> bool:
+        """`name` of this folder into `other` as a read-only hard link; False where it cannot be
+        (another filesystem, a part of the file wanted): the caller copies it."""
+        import errno
+        import stat
+
+        if "/" in name or name.startswith("."):
+            raise OSError("bad file name")
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > limit or nbytes < st.st_size:
+                return False
+            try:
+                os.fchmod(fd, 0o444)
+            except PermissionError:  # not ours to make read-only: copied instead
+                return False
+        finally:
+            os.close(fd)
+        try:
+            os.link(name, name, src_dir_fd=self.fd, dst_dir_fd=other.fd, follow_symlinks=False)
+        except OSError as e:
+            if e.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EACCES):
+                return False
+            raise
+        return True
 
     def truncate(self, name: str, nbytes: int) -> None:
         fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
@@ -752,8 +785,9 @@ class _Witness:
     """One verification: the rounds, the null call, the numbers they gave (see `verify`)."""
 
     def __init__(self, sup: Any, r: Any, rr: Any, request: Dict[str, Any], k: int, cpu: bool, timeout: float,
-                 max_bytes: int) -> None:
+                 max_bytes: int, device: str) -> None:
         self.sup, self.r, self.rr, self.k, self.cpu, self.timeout, self.max_bytes = sup, r, rr, k, cpu, timeout, max_bytes
+        self.device = device
         self.request = request
         self.ref_request = {key: v for key, v in request.items() if key != "build"}
         self.costs: List[Tuple[float, float]] = []  # (wall ms, CPU ms) of each round's k calls
@@ -769,6 +803,14 @@ class _Witness:
         t = time.perf_counter()
         try:
             return _exchange(handle, msg, self.timeout, **kw)
+        finally:
+            self.parts[part] = self.parts.get(part, 0.0) + (time.perf_counter() - t) * 1e3
+
+    def _part(self, part: str, fn: Any, *args: Any, **kw: Any) -> None:
+        """`fn(*args, **kw)`, its wall ms added to `parts[part]` (the supervisor's own steps)."""
+        t = time.perf_counter()
+        try:
+            fn(*args, **kw)
         finally:
             self.parts[part] = self.parts.get(part, 0.0) + (time.perf_counter() - t) * 1e3
 
@@ -822,8 +864,9 @@ class _Witness:
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
             res, ms, why = self._timed(
                 "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name}, cpu=self.cpu,
-                before_send=lambda: fr.copy_to(fs, made["inputs"], self.max_bytes),
-                after_reply=lambda: fs.copy_file("outputs.bin", fr, self.max_bytes))
+                before_send=lambda: self._part("hand_in", fr.copy_to, fs, made["inputs"], self.max_bytes,
+                                               share=self.device != "cpu"),
+                after_reply=lambda: self._part("hand_out", fs.copy_file, "outputs.bin", fr, self.max_bytes))
             calls = res.get("calls") if isinstance(res, dict) else None
             if res is None or res.get("status") != "OK" or not isinstance(calls, list) or len(calls) != self.k:
                 raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
@@ -889,7 +932,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     cpu = device == "cpu" and _usage_file(r) is not None and _usage_file(rr) is not None
     slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
     clock = 1 if cpu else 0
-    w = _Witness(sup, r, rr, request, k, cpu, timeout, max_bytes)
+    w = _Witness(sup, r, rr, request, k, cpu, timeout, max_bytes, device)
     null_key = hashlib.sha256(json.dumps([w.ref_request.get("definition"), w.ref_request.get("workload"),
                                           cfg.get("inputs"), k, cpu], sort_keys=True, default=str).encode()).hexdigest()
     null_cache = sup.__dict__.setdefault("_witness_null", {})
