@@ -125,9 +125,13 @@ def test_the_witness_inputs_a_solution_is_handed_cannot_be_spoiled(gpu_lab: Lab)
     ev = t.evaluation
     extra = (ev.correctness.extra or {}) if ev.correctness else {}
     print("GPU tamper", ev.status.value, sorted(flags(t)), extra.get("witness"))
-    assert "TAMPER REPORT all denied" in ev.log, ev.log[:3000]
-    assert "BREACH" not in ev.log, ev.log[:3000]
-    assert ev.status.value != "PASSED" or "timing_disputed" in flags(t), (sorted(flags(t)), extra.get("witness"))
+    w = extra.get("witness") or {}
+    # its prints in the witness's calls go to the runner's own log: what shows the spoiling failed
+    # is that the null call still measured the harness's share and the forged claim is disputed
+    assert ev.status.value != "PASSED" or "timing_disputed" in flags(t), (sorted(flags(t)), w)
+    assert "witness_unresolved" not in flags(t), (sorted(flags(t)), w)
+    if ev.status.value == "PASSED":
+        assert w.get("null_ms") is not None, w
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 

@@ -152,7 +152,12 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
         stage = torch.empty(max(at + n for at, n, _ in group) - lo, dtype=torch.uint8, device=dev)
         for at, n, c in group:
             stage[at - lo: at - lo + n].copy_(c.reshape(-1).view(torch.uint8))
-        host.append((lo, stage.cpu()))
+        # into pinned memory (torch's caching host allocator keeps it for the next round): a
+        # copy into new pageable memory faults in every page on the way (the H200: 48 MiB in
+        # 61 ms, pinned 18 ms; benchmarks/witness_handover.py)
+        pinned = torch.empty(stage.numel(), dtype=torch.uint8, pin_memory=True)
+        pinned.copy_(stage)
+        host.append((lo, pinned))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.ftruncate(fd, off)  # its final size first: the tmpfs gives it huge pages (huge=within_size)

@@ -7,7 +7,8 @@ reference runner's own file) and try to make it useless for the null call that m
 harness's share (the same request to the reference runner on that file): chmod it writable, write
 into it, truncate it. Had that worked, the null call would fail, the witness could not judge the
 forged claim and would only say `witness_unresolved` (not suspect). Its own answers are right.
-Expect on a GPU: every change denied (TAMPER REPORT), the forged latency disputed. On a CPU the file
+Expect on a GPU: every change denied (TAMPER REPORT, in the runner's own log: the witness's calls
+run after the evaluation's log is closed), the null call measured, the forged latency disputed. On a CPU the file
 is the runner's own copy (another filesystem): changing it spoils only its own witness calls
 (truncated under their mapping, they die: `witness_failed`).
 """
