@@ -61,6 +61,9 @@ class Checker:
 
     kind: str = ""
     compares_to_reference: bool = True
+    # `timed_bad` of several calls' outputs stacked along a new first dimension is the sum of
+    # their counts (true of element-by-element checks): the witness checks a round in one pass
+    counts_add_up: bool = False
 
     def __init__(self, definition: Definition) -> None:
         self.definition = definition
@@ -88,6 +91,7 @@ class ElementwiseChecker(Checker):
     """Every output within tolerance of the reference (`correctness.compare`)."""
 
     kind = "elementwise"
+    counts_add_up = True
 
     def check_trial(self, outputs, ref_outputs, inputs, tols) -> CheckResult:
         checks = [compare(n, o, r, *tols[n]) for n, o, r in zip(self.out_names, outputs, ref_outputs)]

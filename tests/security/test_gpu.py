@@ -114,6 +114,16 @@ def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 
+def test_a_solution_wrong_only_when_witnessed_on_the_gpu(gpu_lab: Lab) -> None:
+    """Right in its own process's checks, wrong in the witness's calls: the GPU witness checks a
+    round in one pass and then names the wrong calls one by one."""
+    t = gpu_lab.run("wrong_when_witnessed")
+    ev = t.evaluation
+    assert ev.status.value == "INCORRECT_NUMERICAL", ev.log[:3000]
+    assert "witness_wrong" in ev.log and "call 0:" in ev.log, ev.log[:3000]
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
 def test_the_witness_inputs_a_solution_is_handed_cannot_be_spoiled(gpu_lab: Lab) -> None:
     """On a GPU the witness hands the inputs over as a hard link to the reference runner's file
     (no copy), which the null call measuring the harness's share reads again: the solution can

@@ -49,6 +49,7 @@ STOPPED_BY: Dict[str, str] = {
     "inflate_reference": "reference_tampered",
     "scratch_fill_rewrite_stats": "witness_failed",
     "witness_bad_outputs": "witness_wrong",
+    "wrong_when_witnessed": "witness_wrong",
     "tamper_witness_inputs": "witness_failed",  # on a CPU the file is its own copy: truncated under its mapping, its calls die
 }
 
