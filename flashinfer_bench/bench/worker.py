@@ -335,17 +335,11 @@ class Supervisor:
         A GPU evaluation that ran out of memory while other runners of this worker (parked ones,
         the reference runner) held GPU memory is not charged to the solution: those runners are
         stopped and the evaluation runs once more."""
-        try:
-            tr = self._evaluate_once(req)
-        finally:
-            witness.settle(self)  # a witness round made for an evaluation that did not pass
+        tr = self._evaluate_once(req)
         if self.device != "cpu" and _out_of_memory(tr) and self._stop_idle_runners():
             log.warning("%s ran out of GPU memory beside idle runners: stopped them, evaluating again",
                         req.get("solution_name"))
-            try:
-                tr = self._evaluate_once(req)
-            finally:
-                witness.settle(self)
+            tr = self._evaluate_once(req)
         return tr
 
     def _stop_idle_runners(self) -> bool:
@@ -560,6 +554,9 @@ class Supervisor:
         hit = self.ref_cache.get(key)
         if hit is not None and time.monotonic() - hit[0] < REF_CACHE_TTL_S:
             return {**hit[1], "cached": True}
+        # a witness round made for an evaluation that did not pass is read and dropped here, not
+        # when that evaluation ended: a failing solution's trace does not wait for it
+        witness.settle(self)
         rr = self.reference_runner()
         if rr is None:
             return None

@@ -804,7 +804,9 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
 
 def settle(sup: Any) -> None:
     """Drop a prestaged round no witness took (the evaluation did not pass), after reading its
-    answer: the reference runner's next exchange must not find it in the channel."""
+    answer: the reference runner's next exchange must not find it in the channel. Called before
+    that next exchange (the next prestage, the next reference timing), so the failed evaluation's
+    trace never waits for it."""
     pre = sup.__dict__.pop("_witness_prestaged", None)
     if pre is not None:
         pre.collect()
