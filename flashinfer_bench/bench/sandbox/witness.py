@@ -240,6 +240,13 @@ def _load_all(meta: List[List[Dict[str, Any]]], folder: str, device: Any) -> Lis
     return rows
 
 
+def _ref_request(request: Dict[str, Any]) -> Dict[str, Any]:
+    """The evaluation's request as the reference runner gets it (no build: it never loads the
+    solution). The same dict for the prestaged inputs and the check, so that the runner keeps
+    one EvalRun for both (`_eval_run`)."""
+    return {key: v for key, v in request.items() if key != "build"}
+
+
 def _eval_run(state: Any, request: Dict[str, Any]) -> Any:
     """The request's EvalRun (its definition, workload, input specs, check), kept for the next
     message of the same request (a round sends the reference runner three)."""
@@ -430,11 +437,12 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         n_bad, max_abs, max_rel = figures.tolist()
         errs = (max_abs, max_rel)
         per_call = judged if n_bad else []
+    if errs is None:  # call by call: the first call's figures (a pass over its outputs is ~1/3 of a check)
+        first = next((c for c in judged if c[2] is not None), None)
+        if first is not None:
+            errs = tuple(float(x) for x in error_maxima(first[1], first[2]).tolist())
     counted: List[Tuple[int, Any, Any, Any, Any]] = []  # (call, bad elements on the device, outputs, reference, inputs)
-    first_errs = None
     for i, outs, ref_out, pristine in per_call:
-        if ref_out is not None and errs is None and first_errs is None:  # the first call's (~1/3 of a check)
-            first_errs = error_maxima(outs, ref_out)
         counted.append((i, checker.timed_bad(outs, ref_out, pristine, ev.tols), outs, ref_out, pristine))
     # the cheap device-side counts decide, read in one synchronisation; the full check (its
     # message) for the first wrong call only
@@ -445,8 +453,6 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
             continue
         res = checker.check_trial(outs, ref_out, pristine, ev.tols) if not bad else None
         bad.append((i, (res.reason if res is not None else "") or "outside the tolerance"))
-    if errs is None and first_errs is not None:
-        errs = tuple(float(x) for x in first_errs.tolist())
     out: Dict[str, Any] = {"status": "OK", "bad": [f"call {i}: {why}" for i, why in sorted(bad)]}
     if errs is not None:  # the trace's error figures, measured where the solution cannot reach
         out["max_abs"], out["max_rel"] = float(errs[0]), float(errs[1])
@@ -550,21 +556,31 @@ class _Folder:
             os.close(base)
         self._base = f"/proc/{pid}/root{scratch}"
 
-    def copy_file(self, name: str, other: "_Folder", limit: int, nbytes: Optional[int] = None) -> None:
-        """`name` of this folder (its first `nbytes`) into `other`, copied by the kernel (sendfile:
-        no pass through this process), the copy sized first so that the tmpfs gives it huge pages."""
+    def _open_data(self, name: str, limit: int) -> Tuple[int, int]:
+        """`name` of this folder opened for reading, and its size: a plain name, a regular file
+        (no link followed), at most `limit` bytes; OSError otherwise."""
         import stat
 
         if "/" in name or name.startswith("."):
             raise OSError("bad file name")
-        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
         try:
-            st = os.fstat(src)
+            st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise OSError("not a regular file")
             if st.st_size > limit:
                 raise OSError(f"file too large ({st.st_size} bytes)")
-            size = st.st_size if nbytes is None else min(nbytes, st.st_size)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st.st_size
+
+    def copy_file(self, name: str, other: "_Folder", limit: int, nbytes: Optional[int] = None) -> None:
+        """`name` of this folder (its first `nbytes`) into `other`, copied by the kernel (sendfile:
+        no pass through this process), the copy sized first so that the tmpfs gives it huge pages."""
+        src, whole = self._open_data(name, limit)
+        try:
+            size = whole if nbytes is None else min(nbytes, whole)
             dst = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=other.fd)
             try:
                 os.fchmod(dst, 0o666)  # the runner maps it writable, whatever user it is in its namespace
@@ -590,22 +606,19 @@ class _Folder:
         names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
         if len(names) > 1:
             raise OSError("more than one data file")
+        extent = _extent(entries)
         for name in names:
-            if not (share and self.link_file(name, other, limit, _extent(entries))):
-                self.copy_file(name, other, limit, _extent(entries))
+            if not (share and self.link_file(name, other, limit, extent)):
+                self.copy_file(name, other, limit, extent)
 
     def link_file(self, name: str, other: "_Folder", limit: int, nbytes: int) -> bool:
         """`name` of this folder into `other` as a read-only hard link; False where it cannot be
         (another filesystem, a part of the file wanted): the caller copies it."""
         import errno
-        import stat
 
-        if "/" in name or name.startswith("."):
-            raise OSError("bad file name")
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
+        fd, size = self._open_data(name, limit)
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > limit or nbytes < st.st_size:
+            if nbytes < size:
                 return False
             try:
                 os.fchmod(fd, 0o444)
@@ -746,8 +759,8 @@ class _Prestaged:
     goes only to the reference runner, so nothing the solution's process can reach knows these
     inputs before the witness hands them over."""
 
-    def __init__(self, rr: Any, seed: int, k: int, folder: "_Folder", nonce: str, timeout: float) -> None:
-        self.rr, self.seed, self.k, self.folder, self.nonce, self.timeout = rr, seed, k, folder, nonce, timeout
+    def __init__(self, rr: Any, seed: int, folder: "_Folder", nonce: str, timeout: float) -> None:
+        self.rr, self.seed, self.folder, self.nonce, self.timeout = rr, seed, folder, nonce, timeout
         self.result: Optional[Dict[str, Any]] = None
         self.why = ""
         self._pending = True
@@ -794,12 +807,12 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     seed = int.from_bytes(os.urandom(8), "big") >> 2
     nonce = os.urandom(8).hex()
     try:
-        send_msg(rr.sock, {"type": "witness_inputs", "request": {key: v for key, v in request.items() if key != "build"},
-                           "seed": seed, "k": k, "folder": folder.name, "nonce": nonce})
+        send_msg(rr.sock, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
+                           "folder": folder.name, "nonce": nonce})
     except OSError:
         folder.remove()
         return
-    sup._witness_prestaged = _Prestaged(rr, seed, k, folder, nonce, timeout)
+    sup._witness_prestaged = _Prestaged(rr, seed, folder, nonce, timeout)
 
 
 def settle(sup: Any) -> None:
@@ -829,7 +842,7 @@ class _Witness:
         self.sup, self.r, self.rr, self.k, self.cpu, self.timeout, self.max_bytes = sup, r, rr, k, cpu, timeout, max_bytes
         self.device = device
         self.request = request
-        self.ref_request = {key: v for key, v in request.items() if key != "build"}
+        self.ref_request = _ref_request(request)
         self.costs: List[Tuple[float, float]] = []  # (wall ms, CPU ms) of each round's k calls
         self.nulls: List[Tuple[float, float]] = []
         self.bad: List[str] = []
