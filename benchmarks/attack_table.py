@@ -150,6 +150,9 @@ def main() -> None:
                          "flags": sorted(fl), "honest_ok": ok, "honest_ms": [lb, la], "seconds": round(secs, 1),
                          "witness": ((ev.correctness.extra or {}) if ev.correctness else {}).get("witness")})
             why = _first_line(ev.log)[:110]
+            g = (rows[-1]["witness"] or {}).get("graph") if isinstance(rows[-1]["witness"], dict) else None
+            if g:  # the GPU's device-time round: what it measured against what it allows
+                why = f"graph k={g.get('k')} est {g.get('est_ms')} bound {g.get('bound_ms')} null {g.get('null_ms')} | " + why
             rows[-1]["why"] = why
             harmed = "" if ok else "".join(
                 f"\n    honest {when}: {h.evaluation.status.value} {_first_line(h.evaluation.log)}"

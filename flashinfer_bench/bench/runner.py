@@ -73,7 +73,7 @@ def main(argv: Optional[list] = None) -> int:
         confined = confine(Path(args.scratch), [Path(p) for p in args.readable])
         from .confine import host_pid
         from .sandbox.channel import Sealer, new_key
-        from .sandbox import witness  # noqa: F401 - imported now, not inside the supervisor's timed witness
+        from .sandbox import witness, witness_graph  # noqa: F401 - imported now, not inside the supervisor's timed witness
         from .sandbox.guard import Guard
 
         state.env.static["sandbox"] = confined.get("sandbox")
@@ -137,11 +137,34 @@ def main(argv: Optional[list] = None) -> int:
                 result = {"status": "RUNTIME_ERROR", "message": traceback.format_exc()[-4000:]}
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
+        if kind in ("witness_graph_stage", "witness_graph_touch", "witness_graph_go", "witness_graph_save",
+                    "witness_graph_check"):
+            from .sandbox import witness_graph as wg  # the GPU's device-time round
+
+            try:
+                if kind == "witness_graph_stage":
+                    result = wg.stage(state, int(msg["k"]))
+                elif kind == "witness_graph_touch":
+                    result = wg.touch(state)
+                elif kind == "witness_graph_go":
+                    result = wg.go(state, int(msg["seed"]), int(msg["key"]))
+                elif kind == "witness_graph_save":
+                    result = wg.save(state, [int(i) for i in msg["calls"]], str(msg["folder"]))
+                else:
+                    result = wg.check(state, msg["request"], int(msg["seed"]), int(msg["key"]), int(msg["k"]), msg["calls"],
+                                      msg["digests"], msg["saved"], str(msg["folder"]))
+            except Exception:  # noqa: BLE001 - the solution raised (or a bug of ours): the supervisor decides
+                import traceback
+
+                result = {"status": "RUNTIME_ERROR", "message": traceback.format_exc()[-4000:]}
+            send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
+            continue
         if kind != "evaluate":
             send_msg(sock, {"type": "error", "error": f"unknown message type {kind!r}"})
             continue
         _redirect(msg.get("log_path"), own_log)
         state._witness = None  # the witness's calls are of this evaluation's request only
+        state._witness_graph = None  # and its captured round (the graph's memory with it)
         try:
             result = EvalRun(state, msg["request"]).run()
         except Exception:  # noqa: BLE001 - a bug of ours: report it as such instead of dying

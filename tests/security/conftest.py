@@ -134,9 +134,9 @@ class Lab:
             self.definition, sol, workload or rms_workload(16), build, config or self.config, dataset_root=self.dataset,
         )
 
-    def run_good(self) -> Trace:
+    def run_good(self, workload: Optional[Workload] = None) -> Trace:
         return evaluate_via_worker(
-            self.definition, self.good, rms_workload(8), self.good_build, self.config, dataset_root=self.dataset,
+            self.definition, self.good, workload or rms_workload(8), self.good_build, self.config, dataset_root=self.dataset,
         )
 
     def breaches(self) -> list:

@@ -172,3 +172,72 @@ def test_code_on_the_drivers_threads_stays_confined(gpu_lab: Lab, unchanged) -> 
     assert report and "callback did not run" not in report, log[-2000:]
     assert "BREACH" not in report, report
     assert not gpu_lab.breaches()
+
+
+def _graph(t) -> dict:
+    return ((t.evaluation.correctness.extra or {}).get("witness") or {}).get("graph") or {}
+
+
+def test_a_modest_forgery_of_a_small_kernel_is_caught_by_the_device_time_round(gpu_lab: Lab) -> None:
+    """rewrite_stats_modest divides its statistics by 3.5: above a quarter of the memory floor, and
+    hidden by the coarse round's handover (PASSED at 3.5x the honest speedup on the H100 before the
+    device-time round). Timed as a CUDA-graph replay on inputs drawn inside it, it is disputed."""
+    from tests.bench.conftest import rms_workload
+
+    wl = rms_workload(4096, uuid="rms_graph_gpu")
+    t = gpu_lab.run("rewrite_stats_modest", workload=wl)
+    ev = t.evaluation
+    g = _graph(t)
+    assert g.get("captured") is True, (g, ev.log[-2000:])
+    assert ev.status.value != "PASSED" or "timing_disputed" in flags(t), (ev.status, g, sorted(flags(t)))
+
+
+def test_an_honest_solution_passes_the_device_time_round(gpu_lab: Lab) -> None:
+    from tests.bench.conftest import rms_workload
+
+    for batch in (8, 4096):
+        t = gpu_lab.run_good(workload=rms_workload(batch, uuid=f"rms_graph_honest_{batch}"))
+        ev = t.evaluation
+        g = _graph(t)
+        assert ev.status.value == "PASSED", ev.log[-2000:]
+        assert g.get("captured") is True and g.get("est_ms") is not None, g
+        assert "timing_disputed" not in flags(t), (g, ev.performance.latency_ms)
+
+
+def test_outputs_made_after_the_timed_reply_do_not_hash(gpu_lab: Lab) -> None:
+    """late_outputs answers the timed round at once and writes its outputs afterwards: the
+    digests it replied cannot be those of its outputs."""
+    from tests.bench.conftest import rms_workload
+
+    t = gpu_lab.run("late_outputs", workload=rms_workload(4096, uuid="rms_graph_late"))
+    ev = t.evaluation
+    assert ev.status.value != "PASSED" or "timing_disputed" in flags(t), (ev.status, _graph(t), ev.log[-2000:])
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
+SYNCING_RMS = """import torch
+
+
+def run(x, weight, eps):
+    # a host synchronisation inside the call (as data-dependent shapes need): no CUDA graph can
+    # hold it; and a draw from torch's default generator, which a failed capture leaves unusable
+    scale = float(x.abs().amax()) * 0.0 + 1.0
+    noise = torch.randn(1, device=x.device) * 0.0
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, float(eps)) * scale + noise.half()
+"""
+
+
+def test_an_honest_solution_that_cannot_be_captured_is_judged_by_the_coarse_round(gpu_lab: Lab) -> None:
+    from flashinfer_bench.bench.client import evaluate_via_worker
+    from flashinfer_bench.bench.loader import _shim_build
+    from tests.bench.conftest import make_solution, rms_workload
+
+    sol = make_solution("syncing_rms", SYNCING_RMS, gpu_lab.definition)
+    t = evaluate_via_worker(gpu_lab.definition, sol, rms_workload(64, uuid="rms_graph_sync"), _shim_build(sol, gpu_lab.cache),
+                            gpu_lab.config, dataset_root=gpu_lab.dataset)
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log[-3000:]
+    assert "witness_coarse" in flags(t), (sorted(flags(t)), ev.correctness.extra.get("witness"))
+    w = ev.correctness.extra["witness"]
+    assert w.get("graph", {}).get("captured") is False and w.get("bad_calls") == 0, w
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"

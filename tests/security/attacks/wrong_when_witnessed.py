@@ -2,7 +2,7 @@
 it, wrong when the supervisor's witness calls it.
 
 Tries: look up the call stack on every call; while the evaluation runs (trials, timed calls,
-re-checks) return the right answer, inside the witness's calls (`sandbox/witness.py`) return it
+re-checks) return the right answer, inside the witness's calls (`sandbox/witness*.py`) return it
 scaled by 1.5 (the work a cheaper, wrong kernel would do). Expect: INCORRECT_NUMERICAL
 `witness_wrong`, the message naming the witness's calls that were wrong.
 """
@@ -14,7 +14,7 @@ import torch
 def _witnessed() -> bool:
     f = sys._getframe(1)
     while f is not None:
-        if f.f_code.co_filename.endswith("witness.py"):
+        if "witness" in f.f_code.co_filename.rsplit("/", 1)[-1]:
             return True
         f = f.f_back
     return False

@@ -1,0 +1,42 @@
+"""The device-time round's building blocks (sandbox/witness_graph.py) on the CPU: the draws are a
+function of the seed alone, and the outputs' hash is keyed, per call, and moved by any change."""
+from __future__ import annotations
+
+import torch
+
+from flashinfer_bench.bench.sandbox.witness_graph import _draw_, _Hasher, _k
+
+
+def test_draws_depend_on_the_seed_only() -> None:
+    def draw(seed: int) -> torch.Tensor:
+        g = torch.Generator().manual_seed(seed)
+        t = torch.empty(4, 4096, dtype=torch.float16)
+        _draw_(t, g, 0, 0)
+        return t
+
+    a, b, c = draw(7), draw(7), draw(8)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert torch.isfinite(a).all() and 0.3 < abs(float(a.float().mean())) < 0.7  # around +-0.5
+    ints = torch.empty(1000, dtype=torch.int32)
+    _draw_(ints, torch.Generator().manual_seed(1), 0, 1)
+    assert 0 <= int(ints.min()) and int(ints.max()) < 1024
+
+
+def test_the_hash_is_per_call_keyed_and_moved_by_one_ulp() -> None:
+    h = _Hasher(torch.device("cpu"))
+    h.set_key(12345)
+    outs = [[torch.randn(33, 7).half(), torch.arange(5, dtype=torch.int8)] for _ in range(3)]
+    batched = h.digests(outs).tolist()
+    assert batched == [int(h.digests([o])[0]) for o in outs]  # a call's hash does not depend on the others
+    nudged = [outs[1][0].clone(), outs[1][1]]
+    nudged[0].view(torch.int16)[5, 3] += 1  # one unit in the last place
+    assert int(h.digests([nudged])[0]) != batched[1]
+    h.set_key(54321)
+    assert h.digests(outs).tolist() != batched
+
+
+def test_calls_per_round_follow_the_claim_and_the_memory() -> None:
+    assert _k(0.003, 16 << 10) == 16  # a 3 us kernel: the most calls (0.1 ms of device time needs 34)
+    assert _k(0.02, 16 << 10) == 5  # 0.1 ms of claimed device time a round
+    assert _k(0.5, 1 << 20) == 4  # a long call: the fewest
+    assert _k(0.003, 128 << 20) == 2  # outputs kept for every call: bounded
