@@ -87,12 +87,12 @@ def _witness_table(rows: List[Dict[str, Any]], modes: List[str]) -> None:
             off.setdefault((r["solution"], r["workload"]), []).append(r["wall_s"])
     print("\n| definition | jobs | witnessed | wall/job median (ms) | witness/job median (ms) | witness/job max (ms) "
           "| share median | share max | wall - witness off, median (ms) | rounds (mean) | calls (mean) | unresolved "
-          "| unwitnessed | failed by it | its steps, median ms (prepare/inputs/calls/check/null) |")
+          "| unwitnessed | failed by it | its steps, median ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     all_share: List[float] = []
     for dname in sorted({r["definition"] for r in wit}):
         rs = [r for r in wit if r["definition"] == dname]
-        w = [r for r in rs if r.get("witness")]
+        w = [r for r in rs if (r.get("witness") or {}).get("seconds") is not None]  # the witness ran (not "unwitnessed")
         secs = [r["witness"]["seconds"] * 1e3 for r in w]
         share = [r["witness"]["seconds"] / r["wall_s"] for r in w if r["wall_s"] > 0]
         all_share += share
@@ -102,8 +102,10 @@ def _witness_table(rows: List[Dict[str, Any]], modes: List[str]) -> None:
         diffs = [(r["wall_s"] - statistics.median(off[k])) * 1e3 for r in rs
                  if (k := (r["solution"], r["workload"])) in off and r["round"] >= len(modes)]
         parts = [r["witness"].get("parts_ms") or {} for r in w]
-        steps = "/".join(f"{statistics.median(p.get(k, 0.0) for p in parts):.0f}" if parts else "-"
-                         for k in ("prepare", "inputs", "calls", "check", "null"))
+        # the coarse round's steps (prepare, inputs, calls, check, null) or the device-time round's
+        # (stage, go, check, null), whichever ran
+        names = sorted({k for p in parts for k in p})
+        steps = " ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in parts):.0f}" for k in names) or "-"
         failed = sum(1 for r in rs if r["status"] != "PASSED"
                      and any(f in r["log"] for f in ("timing_disputed", "witness_wrong", "witness_failed")))
         print(f"| {dname} | {len(rs)} | {len(w)} | {statistics.median(r['wall_s'] for r in rs) * 1e3:.0f} | "

@@ -17,7 +17,7 @@ def main() -> None:
         ev = t["evaluation"]
         ex = (ev.get("correctness") or {}).get("extra") or {}
         w = ex.get("witness") or {}
-        g = w.get("graph") or {}
+        g = w if w.get("clock") == "graph_replay" else (w.get("graph") or {})  # first, or beside the coarse round
         lat = (ev.get("performance") or {}).get("latency_ms")
         flags = ",".join(f for f in ex.get("flags") or [] if f in ("timing_disputed", "witness_coarse", "witness_wrong", "unwitnessed"))
         rows.append((t["solution"][:24], t["workload"]["axes"].get("batch_size"), lat, g, w, flags))

@@ -977,11 +977,14 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             return _flag(result, "unwitnessed", "the reference runner could not be started: not witnessed", False)
         if witness_graph.verify(sup, r, rr, request, result, timeout, _round_bytes(device, [r, rr])):
             return
-        graph = (result.get("extra") or {}).get("witness")
+        graph = result.setdefault("extra", {}).pop("witness", None)
         _verify_coarse(sup, r, request, result, device, timeout)
         extra = result.setdefault("extra", {})
-        if isinstance(extra.get("witness"), dict) and isinstance(graph, dict):
-            extra["witness"]["graph"] = graph  # why the device-time round could not judge it
+        if isinstance(graph, dict):  # why the device-time round could not judge it, beside the coarse round's record
+            if isinstance(extra.get("witness"), dict):
+                extra["witness"]["graph"] = graph
+            else:
+                extra["witness"] = {"graph": graph}
         _flag(result, "witness_coarse", "witness: " + str((graph or {}).get("why", "the device-time round could not "
               "judge it")) + "; the coarse round (inputs and outputs handed over inside its clock) judged it", False)
         return

@@ -1,7 +1,7 @@
 """Class: harness state reached from inside the runner (frames): a modest forgery of the statistics.
 
-Tries: compute honestly (as fast as the honest solution: one fused RMSNorm on a GPU; `COST`
-repeats on a CPU, where the tests make the honest call ~3 ms), then divide the finished
+Tries: compute honestly (as fast as the honest solution: one fused RMSNorm on a GPU, or
+`GPU_COST` of them; `COST` repeats on a CPU, where the tests make the honest call ~3 ms), then divide the finished
 statistics by `FACTOR` (3.5): small enough that the claim stays above a quarter of the memory
 floor on a GPU, where the supervisor's floor check looks, and inside what a witness that times
 calls together with their inputs' handover can resolve. Expect: not PASSED with a gain.
@@ -14,6 +14,10 @@ try:
     _COST = int("__COST__")
 except ValueError:
     _COST = 1
+try:
+    _GPU_COST = int("__GPU_COST__")  # repeats on a GPU (1: as fast as the honest solution)
+except ValueError:
+    _GPU_COST = 1
 try:
     _FACTOR = float("__FACTOR__")
 except ValueError:
@@ -37,6 +41,6 @@ def _rewrite():
 def run(x, weight, eps):
     _rewrite()
     out = None
-    for _ in range(_COST if x.device.type == "cpu" else 1):
+    for _ in range(_COST if x.device.type == "cpu" else _GPU_COST):
         out = torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, float(eps))
     return out
