@@ -41,7 +41,7 @@ from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
-from .sandbox import supervise, witness
+from .sandbox import supervise, witness, witness_graph
 from .speedup import reusable_reference
 
 log = logging.getLogger("flashinfer_bench.worker")
@@ -481,7 +481,7 @@ class Supervisor:
         supervise.own_reference(result, ref_stats)  # never the copy the solution's runner echoed
         mark("checks")
         with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
-            witness.verify(self, r, request, result, self.device, cfg.timeout_s)
+            witness_graph.judge(self, r, request, result, self.device, cfg.timeout_s)  # GPU: device time first
         mark("witness")
         suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
         if suspicion:

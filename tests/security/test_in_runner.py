@@ -42,6 +42,8 @@ STOPPED_BY: Dict[str, str] = {
     "json_rewrite": "timing_disputed",
     "ctypes_perf_counter": "timing_disputed",
     "rewrite_stats": "timing_disputed",
+    "rewrite_stats_modest": "timing_disputed",
+    "late_outputs": "timing_disputed",  # on a CPU: its statistics /3.5 (the graph round it rewrites is the GPU's)
     "patch_and_restore": "timing_disputed",
     "regenerate_timed_inputs": "timing_disputed",
     "dunder_invert": "timer_patched",

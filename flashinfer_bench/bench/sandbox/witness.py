@@ -102,6 +102,11 @@ def enabled() -> bool:
     return os.environ.get("FIB_WITNESS", "on").strip().lower() not in ("0", "off", "false", "no")
 
 
+def graph_enabled() -> bool:
+    """Whether a GPU result is judged by the device-time round first (witness_graph.py)."""
+    return enabled() and os.environ.get("FIB_WITNESS_GRAPH", "on").strip().lower() not in ("0", "off", "false", "no")
+
+
 # ----------------------------------------------------------------------------- runner side
 # Inputs and outputs travel as raw files in a directory of the runner's scratch that the
 # supervisor made for this round (JSON carries only their dtype, shape and place): no encoding
@@ -794,9 +799,7 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     cfg = request.get("config") or {}
     if not enabled() or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
         return
-    from . import witness_graph
-
-    if device != "cpu" and witness_graph.enabled():
+    if device != "cpu" and graph_enabled():
         return  # the device-time round judges first; the coarse round, if it must, makes its own inputs
     rr = sup.reference_runner()
     if rr is None:
@@ -963,45 +966,10 @@ class _Witness:
 
 
 def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
-    """Check a PASSED `result` of runner `r` (see the module docstring); changes `result` in place
-    when it does not stand. `sup` is the worker's Supervisor (its reference runner). On a GPU the
-    device-time round (witness_graph.py) judges first: it sees what the coarse rounds' handover
-    hides; the coarse rounds judge what it cannot (calls that cannot be captured into a CUDA graph,
-    workloads with no input drawn per call), and the trace then says `witness_coarse`."""
-    if device != "cpu" and _graph_first(request, result):
-        from . import witness_graph
-
-        settle(sup)
-        rr = sup.reference_runner()
-        if rr is None:
-            return _flag(result, "unwitnessed", "the reference runner could not be started: not witnessed", False)
-        if witness_graph.verify(sup, r, rr, request, result, timeout, _round_bytes(device, [r, rr])):
-            return
-        graph = result.setdefault("extra", {}).pop("witness", None)
-        _verify_coarse(sup, r, request, result, device, timeout)
-        extra = result.setdefault("extra", {})
-        if isinstance(graph, dict):  # why the device-time round could not judge it, beside the coarse round's record
-            if isinstance(extra.get("witness"), dict):
-                extra["witness"]["graph"] = graph
-            else:
-                extra["witness"] = {"graph": graph}
-        _flag(result, "witness_coarse", "witness: " + str((graph or {}).get("why", "the device-time round could not "
-              "judge it")) + "; the coarse round (inputs and outputs handed over inside its clock) judged it", False)
-        return
-    _verify_coarse(sup, r, request, result, device, timeout)
-
-
-def _graph_first(request: Dict[str, Any], result: Dict[str, Any]) -> bool:
-    """Whether the device-time round (witness_graph.py) judges this GPU result first."""
-    from . import witness_graph
-
-    cfg = request.get("config") or {}
-    return (result.get("status") == "PASSED" and enabled() and witness_graph.enabled()
-            and cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True))
-
-
-def _verify_coarse(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
-    """The coarse rounds (module docstring)."""
+    """The coarse rounds (see the module docstring) on a PASSED `result` of runner `r`; changes
+    `result` in place when it does not stand. `sup` is the worker's Supervisor (its reference
+    runner). On a GPU witness_graph.judge calls this only where its device-time round cannot
+    judge."""
     if result.get("status") != "PASSED" or not enabled():
         return
     t_start = time.perf_counter()

@@ -7,30 +7,32 @@ through files, ~0.5-1 ms a MiB on a GPU, so it cannot see a forged latency of a 
 time is under that: a solution that divided its statistics by 3.5 was PASSED at 3.5x the honest
 speedup on the H100 (`rewrite_stats_modest`). Here nothing crosses the bus inside the measurement:
 
-1. **stage** (not timed): the solution's runner captures `k` calls into one CUDA graph. Before
-   call i its random inputs are drawn on the device from a generator registered with the graph
-   (a replay draws from the seed set just before it); after it, a keyed hash of its outputs'
-   bytes is written into slot i (the key is read from device memory at replay).
-2. **go** (timed by the supervisor, wall clock from the request to the reply): the seed and the
-   key are sent; the runner sets them, replays once, synchronises and replies the k digests. The
-   inputs did not exist before the seed arrived, and the reply cannot come before the outputs
-   exist: it holds their hashes under a key the runner did not know before.
-3. **save and check** (not timed): the outputs of calls the supervisor chose at random after the
+1. **stage** (not timed): the solution's runner captures `k` calls into one CUDA graph. Right
+   before each call its random inputs are drawn on the device, one pass each, from a generator
+   registered with the graph (a replay draws from the seed set just before it); after the calls a
+   keyed hash of every call's output bytes is written (the key is read from device memory).
+2. **go** (timed by the supervisor, wall clock from the request to the reply), after an untimed
+   replay (`touch`: this runner's CUDA context current, the graph warm): the seed and the key are
+   sent; the runner sets them, replays once, synchronises and replies the k hashes. The inputs did
+   not exist before the seed arrived, and the reply cannot come before the outputs exist: it
+   holds their hashes under a key the runner did not know before.
+3. **save and check** (not timed): the outputs of a call the supervisor chose at random after the
    reply are copied to the reference runner, which draws the same inputs from the seed (the same
-   generator sequence: bit-identical on the same GPU and across processes, measured on the H100),
-   runs the reference, applies the definition's check and hashes the outputs again. Wrong outputs,
-   or outputs that do not hash to what the runner replied (made after the reply), are
-   `witness_wrong`.
+   generator calls: bit-identical across processes, measured on the H100), runs the reference,
+   applies the definition's check and hashes the outputs again. Wrong outputs, or outputs that do
+   not hash to what the runner replied (made after the reply), are `witness_wrong`.
 4. **null**: the same stage and go in the reference runner without the call (the draws and the
-   hashes of zero outputs): the harness's own device time, subtracted; cached per workload.
+   hashes of k distinct zero outputs): the harness's own device time, subtracted; the fastest of
+   NULL_ROUNDS, cached per workload.
 
 A round stands when `(go - null) / k <= SLACK x claim + ABS_MS + NOISE_MS / k`; else up to
-`ROUNDS` rounds run and the fastest verified one counts. A solution that cannot be captured (a
-host synchronisation inside the call, say) keeps the coarse round's verdict only and its trace
-says `witness_coarse`; its runner is replaced, since a failed capture leaves torch's default
-generator unusable.
+`ROUNDS` rounds run, each checked, and the fastest counts. Where this round cannot judge (a call
+that cannot be captured, a host synchronisation inside it, say; no input drawn per call; outputs
+over the round's bytes) the coarse round judges (`witness_coarse`). A
+failed capture leaves torch's default generator unusable; a capture that completes repairs it,
+else the runner is replaced after this evaluation.
 
-Runner side (`stage`, `go`, `save`, `check`) imports torch; the supervisor side (`verify`) does not.
+Runner side (`stage`, `touch`, `go`, `save`, `check`) imports torch; the supervisor side (`judge`) does not.
 """
 from __future__ import annotations
 
@@ -59,10 +61,6 @@ ABS_MS = 0.002
 # job 0.05-0.2 ms apart, the null's fastest of three up to 0.16 ms over the solution's rounds)
 NOISE_MS = float(os.environ.get("FIB_WITNESS_GRAPH_NOISE_MS", "0.25"))
 _P1 = 0x7FEB352D
-
-
-def enabled() -> bool:
-    return os.environ.get("FIB_WITNESS_GRAPH", "on").strip().lower() not in ("0", "off", "false", "no")
 
 
 # ----------------------------------------------------------------------------- both runners
@@ -454,8 +452,8 @@ class _Round:
             fr.remove()
 
 
-def verify(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Dict[str, Any], timeout: float,
-           max_bytes: int) -> bool:
+def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Dict[str, Any], timeout: float,
+                  max_bytes: int) -> bool:
     """The device-time rounds of a PASSED GPU result (module docstring); changes `result` in place
     when it does not stand. False when they cannot judge it and the coarse round must (the
     solution's calls cannot be captured, or no input is drawn per call)."""
@@ -541,3 +539,29 @@ def verify(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Dict[str,
     else:
         coarse._set_status(result, "RUNTIME_ERROR", msg, "timing_disputed")
     return True
+
+
+def judge(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], device: str, timeout: float) -> None:
+    """The witness of a PASSED `result` of runner `r` (the worker's one entry): on a GPU the
+    device-time round first, the coarse rounds (witness.verify) where it cannot judge, the trace
+    then saying `witness_coarse` and why; on a CPU the coarse rounds."""
+    cfg = request.get("config") or {}
+    if (device == "cpu" or result.get("status") != "PASSED" or not coarse.graph_enabled()
+            or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True))):
+        return coarse.verify(sup, r, request, result, device, timeout)
+    coarse.settle(sup)
+    rr = sup.reference_runner()
+    if rr is None:
+        return coarse._flag(result, "unwitnessed", "the reference runner could not be started: not witnessed", False)
+    if _device_round(sup, r, rr, request, result, timeout, coarse._round_bytes(device, [r, rr])):
+        return
+    graph = result.setdefault("extra", {}).pop("witness", None)
+    coarse.verify(sup, r, request, result, device, timeout)
+    extra = result.setdefault("extra", {})
+    if isinstance(graph, dict):  # why the device-time round could not judge it, beside the coarse round's record
+        if isinstance(extra.get("witness"), dict):
+            extra["witness"]["graph"] = graph
+        else:
+            extra["witness"] = {"graph": graph}
+    coarse._flag(result, "witness_coarse", "witness: " + str((graph or {}).get("why", "the device-time round could "
+                 "not judge it")) + "; the coarse round (inputs and outputs handed over inside its clock) judged it", False)
