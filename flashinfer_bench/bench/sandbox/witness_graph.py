@@ -413,6 +413,8 @@ class _Round:
         rr = self.rr
         self.ask("null", rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"}, "unwitnessed")
         res, _ = self.ask("null", rr, {"type": "witness_graph_stage", "k": k}, "unwitnessed")
+        if res.get("no_draws"):  # every input is known to the solution: it could precompute the calls
+            raise _Fail("fallback", "no input of this workload is drawn afresh per call")
         if not res.get("graph"):
             raise _Fail("unwitnessed", "the reference runner could not capture the null round: " + str(res.get("why", ""))[-300:])
         t = time.perf_counter()
@@ -475,6 +477,9 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
     try:
         if checked < 1:  # the harness cannot take one call's outputs over: the coarse round says so
             raise _Fail("fallback", f"one call's outputs are over the witness's {max_bytes >> 20} MiB a round")
+        # the null first: before the solution's code runs again (its capture calls it), so that no
+        # GPU work it leaves running then can slow the null and so lower the estimate
+        null = w.null_ms(k)
         res, _ = w.ask("stage", r, {"type": "witness_graph_stage", "k": k})
         info["captured"] = bool(res.get("graph"))
         if res.get("no_draws"):  # every input is known to the solution: it could precompute the calls
@@ -486,7 +491,6 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
             raise _Fail("fallback", "the solution's calls could not be captured into a CUDA graph: "
                         + (str(res.get("why", "")).strip().splitlines() or [""])[-1][:300])
         info["capture_ms"] = res.get("capture_ms")
-        null = w.null_ms(k)
         for _ in range(ROUNDS):
             seed, key = int.from_bytes(os.urandom(8), "big") >> 2, int.from_bytes(os.urandom(4), "big")
             res, wall = w.timed(r, seed, key)
