@@ -119,8 +119,11 @@ def main(argv: Optional[list] = None) -> int:
             state.release_memory()
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
-        if kind in ("witness_inputs", "witness_prepare", "witness", "witness_check"):  # sandbox/witness.py
+        if kind in ("witness_inputs", "witness_prepare", "witness", "witness_check", "witness_graph_stage",
+                    "witness_graph_touch", "witness_graph_go", "witness_graph_save", "witness_graph_check"):
+            # sandbox/witness.py (the coarse rounds) and sandbox/witness_graph.py (the GPU's device-time round)
             from .sandbox import witness
+            from .sandbox import witness_graph as wg
 
             try:
                 if kind == "witness_inputs":
@@ -129,20 +132,9 @@ def main(argv: Optional[list] = None) -> int:
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":
                     result = witness.run(state, msg["inputs"], str(msg["folder"]))
-                else:
+                elif kind == "witness_check":
                     result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]))
-            except Exception:  # noqa: BLE001 - the solution raised (or a bug of ours): the supervisor decides
-                import traceback
-
-                result = {"status": "RUNTIME_ERROR", "message": traceback.format_exc()[-4000:]}
-            send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
-            continue
-        if kind in ("witness_graph_stage", "witness_graph_touch", "witness_graph_go", "witness_graph_save",
-                    "witness_graph_check"):
-            from .sandbox import witness_graph as wg  # the GPU's device-time round
-
-            try:
-                if kind == "witness_graph_stage":
+                elif kind == "witness_graph_stage":
                     result = wg.stage(state, int(msg["k"]))
                 elif kind == "witness_graph_touch":
                     result = wg.touch(state)

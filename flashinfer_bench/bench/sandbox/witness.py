@@ -98,13 +98,17 @@ ROUND_BYTES = 8 << 20
 NULL_TTL_S = 600.0
 
 
+def _switched_on(name: str) -> bool:
+    return os.environ.get(name, "on").strip().lower() not in ("0", "off", "false", "no")
+
+
 def enabled() -> bool:
-    return os.environ.get("FIB_WITNESS", "on").strip().lower() not in ("0", "off", "false", "no")
+    return _switched_on("FIB_WITNESS")
 
 
 def graph_enabled() -> bool:
     """Whether a GPU result is judged by the device-time round first (witness_graph.py)."""
-    return enabled() and os.environ.get("FIB_WITNESS_GRAPH", "on").strip().lower() not in ("0", "off", "false", "no")
+    return enabled() and _switched_on("FIB_WITNESS_GRAPH")
 
 
 # ----------------------------------------------------------------------------- runner side
@@ -395,10 +399,12 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str) -> Di
     return {"status": "OK", "calls": calls, "parts_ms": {k: round(v * 1e3, 3) for k, v in parts.items()}}
 
 
-def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[str, Any]]], folder: str) -> Dict[str, Any]:
+def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[str, Any]]], folder: str,
+          loaded: Optional[List[List[Any]]] = None) -> Dict[str, Any]:
     """Reference runner: apply the definition's check to the outputs the solution's runner saved
-    (copied into `folder`), against the reference's outputs on the inputs of `seed` (those
-    `inputs` kept; remade, and the reference run, when it kept another seed's)."""
+    (copied into `folder`; `loaded`: those outputs already read from it), against the reference's
+    outputs on the inputs of `seed` (those `inputs` kept; remade, and the reference run, when it
+    kept another seed's)."""
     from ..checks import make_checker
     from ..correctness import check_structure, error_maxima
 
@@ -406,7 +412,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     checker = make_checker(ev.check_spec, ev.definition)
     ref = state.reference(ev.definition) if checker.compares_to_reference else None
     try:
-        all_outs = _load_all(calls, _folder(folder), ev.device)
+        all_outs = loaded if loaded is not None else _load_all(calls, _folder(folder), ev.device)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as e:
         return {"status": "OK", "bad": [f"unreadable outputs ({e})"]}
     kept = getattr(state, "_witness_made", None)
@@ -694,15 +700,18 @@ def _round_bytes(device: str, runners: List[Any]) -> int:
     return min(limits)
 
 
-def _call_bytes(request: Dict[str, Any]) -> Optional[int]:
-    """Bytes of one call's inputs and outputs (None: unknown)."""
+def _call_bytes(request: Dict[str, Any], inputs: bool = True) -> Optional[int]:
+    """Bytes of one call's inputs (unless `inputs` is False) and outputs (None: unknown)."""
     from ...data import Definition
 
     try:
         d = Definition.model_validate(request["definition"])
         axes = {k: v for k, v in ((request.get("workload") or {}).get("axes") or {}).items() if k in d.var_axes}
         per_call = 0
-        for specs, shapes in ((d.inputs, d.input_shapes_by_name(axes)), (d.outputs, d.output_shapes_by_name(axes))):
+        parts = [(d.outputs, d.output_shapes_by_name(axes))]
+        if inputs:
+            parts.append((d.inputs, d.input_shapes_by_name(axes)))
+        for specs, shapes in parts:
             per_call += sum(math.prod(shapes.get(n) or ()) * spec.dtype.bits for n, spec in specs.items()) // 8
     except (KeyError, TypeError, ValueError):  # not a valid definition or axes (ValidationError, ShapeError): unknown
         return None
@@ -741,6 +750,14 @@ def _flag(result: Dict[str, Any], flag: str, note: str, suspect: bool = True) ->
     extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + note]
     if suspect:
         extra["suspect"] = True
+
+
+def merge_errors(errors: Dict[str, float], verdict: Dict[str, Any]) -> None:
+    """Raise `errors` (max abs, max rel) to the figures a reference runner's check reported."""
+    for key in ("max_abs", "max_rel"):
+        v = verdict.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
+            errors[key] = max(errors.get(key, 0.0), float(v))
 
 
 def _own_errors(result: Dict[str, Any], errors: Dict[str, float]) -> None:
@@ -941,10 +958,7 @@ class _Witness:
             if verdict is None or verdict.get("status") != "OK":
                 raise _Abort("unwitnessed", f"the reference runner could not check the witness outputs ({why or verdict})")
             self.bad += list(verdict.get("bad") or [])
-            for key in ("max_abs", "max_rel"):
-                v = verdict.get(key)
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
-                    self.errors[key] = max(self.errors.get(key, 0.0), float(v))
+            merge_errors(self.errors, verdict)
             if not self.bad and with_null():
                 self._null(fr, made["inputs"])
         finally:

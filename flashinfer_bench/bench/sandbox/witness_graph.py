@@ -184,7 +184,7 @@ class _Staged:
 
         from ..inputs import allocate_outputs
 
-        self.ev, self.runnable, self.zeros, self.k = ev, runnable, zeros, k
+        self.ev, self.runnable, self.k = ev, runnable, k
         self.base, self.mask = _inputs_template(ev)
         self.bufs = _buffers(self.base, self.mask)
         self.gen = torch.Generator(device=ev.device)
@@ -341,7 +341,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, key: int, k: int, call
             bad.append(f"call {i}: its outputs do not hash to the digest the runner replied when it was timed "
                        f"(they were made or changed after the reply)")
     state._witness_made = (int(seed), [made[int(i)] for i in calls], None, None)
-    res = coarse.check(state, request, int(seed), saved, folder)
+    res = coarse.check(state, request, int(seed), saved, folder, loaded=outs)
     res["bad"] = bad + list(res.get("bad") or [])
     return res
 
@@ -352,18 +352,6 @@ def _k(claim: float, out_bytes: Optional[int]) -> int:
     if out_bytes:
         k = min(k, max(1, KEEP_BYTES // out_bytes))
     return k
-
-
-def _out_bytes(request: Dict[str, Any]) -> Optional[int]:
-    from ...data import Definition
-
-    try:
-        d = Definition.model_validate(request["definition"])
-        axes = {k: v for k, v in ((request.get("workload") or {}).get("axes") or {}).items() if k in d.var_axes}
-        shapes = d.output_shapes_by_name(axes)
-        return sum(math.prod(shapes.get(n) or ()) * spec.dtype.bits for n, spec in d.outputs.items()) // 8
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 class _Fail(Exception):
@@ -443,10 +431,7 @@ class _Round:
                 verdict, _ = self.ask("check", self.rr, {
                     "type": "witness_graph_check", "request": self.ref_request, "seed": seed, "key": key, "k": k,
                     "calls": calls, "digests": digests, "saved": res.get("calls"), "folder": fr.name}, "unwitnessed")
-                for e in ("max_abs", "max_rel"):
-                    v = verdict.get(e)
-                    if isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v):
-                        self.errors[e] = max(self.errors.get(e, 0.0), float(v))
+                coarse.merge_errors(self.errors, verdict)
                 return [str(b) for b in verdict.get("bad") or []]
             finally:
                 fs.remove()
@@ -463,7 +448,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
     if not (isinstance(lat, (int, float)) and math.isfinite(lat) and lat > 0):
         return False
     t_start = time.perf_counter()
-    out_bytes = _out_bytes(request)
+    out_bytes = coarse._call_bytes(request, inputs=False)
     k = _k(float(lat), out_bytes)
     checked = min(CHECKED, k, max_bytes // max(1, out_bytes or 1))
     bound = SLACK * lat + ABS_MS + NOISE_MS / k
