@@ -120,7 +120,8 @@ def main(argv: Optional[list] = None) -> int:
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
         if kind in ("witness_inputs", "witness_prepare", "witness", "witness_check", "witness_graph_stage",
-                    "witness_graph_touch", "witness_graph_go", "witness_graph_save", "witness_graph_check"):
+                    "witness_graph_touch", "witness_graph_go", "witness_graph_save", "witness_graph_check",
+                    "witness_graph_expect"):
             # sandbox/witness.py (the coarse rounds) and sandbox/witness_graph.py (the GPU's device-time round)
             from .sandbox import witness
             from .sandbox import witness_graph as wg
@@ -135,11 +136,13 @@ def main(argv: Optional[list] = None) -> int:
                 elif kind == "witness_check":
                     result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]))
                 elif kind == "witness_graph_stage":
-                    result = wg.stage(state, int(msg["k"]))
+                    result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)))
                 elif kind == "witness_graph_touch":
                     result = wg.touch(state)
                 elif kind == "witness_graph_go":
                     result = wg.go(state, int(msg["seed"]), int(msg["key"]))
+                elif kind == "witness_graph_expect":
+                    result = wg.expect(state, msg["request"], int(msg["seed"]), int(msg["k"]), [int(c) for c in msg["calls"]])
                 elif kind == "witness_graph_save":
                     result = wg.save(state, [int(i) for i in msg["calls"]], str(msg["folder"]))
                 else:

@@ -46,10 +46,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import witness as coarse
 
-# k x the claimed latency is at least this much device time (the go exchange's own spread is
-# shared by the k calls), between K_MIN and K_MAX calls and at most KEEP_BYTES of kept outputs
+# the calls of a timed round (k captured, replayed m times) x the claimed latency are at least this
+# much device time (the go exchange's own spread is shared by all of them): between K_MIN and K_MAX
+# calls captured (capturing costs ~0.1-0.2 ms a call of the solution's Python), up to M_MAX
+# replays of them (~nothing on the host), at most KEEP_BYTES of kept outputs
 TARGET_MS = float(os.environ.get("FIB_WITNESS_GRAPH_TARGET_MS", "1.0"))
 K_MIN, K_MAX = 4, int(os.environ.get("FIB_WITNESS_GRAPH_CALLS", "32"))
+M_MAX = int(os.environ.get("FIB_WITNESS_GRAPH_REPLAYS", "32"))
 KEEP_BYTES = 256 << 20
 CHECKED = 1  # calls whose outputs are checked, chosen after the reply (the runner cannot tell which)
 ROUNDS = 3
@@ -176,20 +179,30 @@ def _call_args(base: List[Any], bufs: List[Any]) -> List[Any]:
     return [b if buf is None else buf for b, buf in zip(base, bufs)]
 
 
-class _Staged:
-    """A runner's captured round (or its null): buffers, generator, hasher, graph, outputs."""
+def replay_seed(seed: int, j: int) -> int:
+    """The generator's seed for replay `j` of a round whose seed is `seed` (both runners)."""
+    return (int(seed) + j * 0x9E3779B97F4A7C15) & ((1 << 62) - 1)
 
-    def __init__(self, ev: Any, runnable: Any, zeros: List[Any], k: int) -> None:
+
+class _Staged:
+    """A runner's captured round (or its null): buffers, generator, hasher, graph, outputs.
+    Replay `j` of `m` draws from `replay_seed(seed, j)` and writes its k digests (and, when
+    m > 1, its k calls' outputs) into row j of a store indexed by a counter on the device, so
+    that every call of every replay can be checked afterwards."""
+
+    def __init__(self, ev: Any, runnable: Any, zeros: List[Any], k: int, m: int = 1) -> None:
         import torch
 
         from ..inputs import allocate_outputs
 
-        self.ev, self.runnable, self.k = ev, runnable, k
+        self.ev, self.runnable, self.k, self.m = ev, runnable, k, max(1, int(m))
         self.base, self.mask = _inputs_template(ev)
         self.bufs = _buffers(self.base, self.mask)
         self.gen = torch.Generator(device=ev.device)
         self.hasher = _Hasher(ev.device)
-        self.digests = torch.zeros(k, dtype=torch.int64, device=ev.device)
+        self.slot = torch.zeros(1, dtype=torch.int64, device=ev.device)
+        self.digests = torch.zeros(self.m, k, dtype=torch.int64, device=ev.device)
+        self.stores: Optional[List[Any]] = None  # per output: (m, k, *shape) when m > 1, made by the warm-up
         dps = runnable is not None and bool(getattr(runnable, "dps", False))
         self.dps_outs = [allocate_outputs(ev.definition, ev.axes, ev.device) for _ in range(k)] if dps else None
         self.null_outs = [[torch.zeros_like(z) for z in zeros] for _ in range(k)] if runnable is None else None
@@ -197,7 +210,10 @@ class _Staged:
         self.graph: Any = None
 
     def body(self, n: Optional[int] = None) -> None:
-        """Calls 0..n-1 (all k by default): each one's inputs drawn, the call; then their hashes."""
+        """Calls 0..n-1 (all k by default): each one's inputs drawn, the call; then their hashes
+        (and outputs, when replayed more than once) into the store's row `slot`, which moves on."""
+        import torch
+
         n = self.k if n is None else n
         for i in range(n):
             _draw_call(self.bufs, self.gen, i)  # they exist only once the seed is set
@@ -207,20 +223,31 @@ class _Staged:
             else:
                 outs = self.ev._call_solution(self.runnable, args, self.dps_outs[i] if self.dps_outs else [])
             self.results[i] = list(outs)
-        self.digests[:n].copy_(self.hasher.digests(self.results[:n]))
+        if n < self.k:  # the warm-up: the hash only
+            self.hasher.digests(self.results[:n])
+            return
+        self.digests.index_copy_(0, self.slot, self.hasher.digests(self.results).view(1, -1))
+        if self.m > 1 and self.stores is not None:
+            for n_out, store in enumerate(self.stores):
+                if store is not None:
+                    store.index_copy_(0, self.slot, torch.stack([r[n_out] for r in self.results]).unsqueeze(0))
+        self.slot.add_(1)
 
     def capture(self) -> None:
         import torch
 
         self.gen.manual_seed(0)
         self.body(1)  # warm-up, one call eager: our ops' first use outside the capture (the solution's ran in the evaluation)
+        if self.m > 1:  # a row of outputs per replay, shaped as the warm-up call's
+            self.stores = [torch.empty((self.m, self.k, *t.shape), dtype=t.dtype, device=t.device)
+                           if isinstance(t, torch.Tensor) else None for t in self.results[0]]
         torch.cuda.synchronize(self.ev.device)
         g = torch.cuda.CUDAGraph()
         g.register_generator_state(self.gen)
         with torch.cuda.graph(g):
             self.body()
         self.graph = g
-        self.replay(1, 1)  # the graph's first launch uploads it: not inside the supervisor's clock
+        self.replay(1, 1, 1)  # the graph's first launch uploads it: not inside the supervisor's clock
 
     def touch(self) -> None:
         """An untimed replay right before the timed one: this process's CUDA context is the GPU's
@@ -228,21 +255,33 @@ class _Staged:
         inside the supervisor's clock in one process's rounds and not the other's) and the
         graph's memory is as warm in both runners' timed replays (on the H100 the first rounds
         in a new runner ran up to 1.5x the later ones)."""
-        self.replay(0, 1)
+        self.replay(0, 1, 1)
 
-    def replay(self, seed: int, key: int) -> List[int]:
+    def replay(self, seed: int, key: int, m: Optional[int] = None) -> List[int]:
+        """`m` replays (all of the round's by default), each from its own seed, back to back; one
+        synchronisation; the m x k digests, replay by replay."""
         import torch
 
-        self.gen.manual_seed(seed)
+        m = self.m if m is None else m
         self.hasher.set_key(key)
-        self.graph.replay()
+        self.slot.zero_()
+        for j in range(m):
+            self.gen.manual_seed(replay_seed(seed, j))
+            self.graph.replay()
         torch.cuda.synchronize(self.ev.device)
-        return [int(x) for x in self.digests.tolist()]
+        return [int(x) for x in self.digests[:m].reshape(-1).tolist()]
+
+    def outputs(self, c: int) -> List[Any]:
+        """Call `c` of the last timed replays (replay c // k, call c % k)."""
+        j, i = divmod(int(c), self.k)
+        if self.m == 1 or self.stores is None:
+            return list(self.results[i])
+        return [s[j, i] if s is not None else r for s, r in zip(self.stores, self.results[i])]
 
 
-def stage(state: Any, k: int) -> Dict[str, Any]:
+def stage(state: Any, k: int, m: int = 1) -> Dict[str, Any]:
     """Solution's runner (after `witness.prepare`) or reference runner (its null mode): capture
-    `k` calls. A capture the solution's code breaks is reported, not raised: its verdict stays the
+    `k` calls, to be replayed `m` times a timed round. A capture the solution's code breaks is reported, not raised: its verdict stays the
     coarse round's."""
     import traceback
 
@@ -252,7 +291,7 @@ def stage(state: Any, k: int) -> Dict[str, Any]:
                            + str(getattr(state, "_witness_error", "") or "(no evaluation passed in this runner)"))
     ev, runnable, zeros = prepared
     state._witness_graph = None
-    staged = _Staged(ev, runnable, zeros, int(k))
+    staged = _Staged(ev, runnable, zeros, int(k), int(m))
     if not any(staged.mask):
         return {"status": "OK", "graph": False, "no_draws": True}
     t0 = time.perf_counter()
@@ -292,7 +331,7 @@ def touch(state: Any) -> Dict[str, Any]:
 
 
 def go(state: Any, seed: int, key: int) -> Dict[str, Any]:
-    """Timed by the supervisor: set the seed and the key, replay, synchronise, the k digests."""
+    """Timed by the supervisor: set the key, replay m times from the seed, synchronise: the m x k digests."""
     staged = getattr(state, "_witness_graph", None)
     if staged is None:
         raise RuntimeError("no captured witness round in this runner")
@@ -300,33 +339,67 @@ def go(state: Any, seed: int, key: int) -> Dict[str, Any]:
 
 
 def save(state: Any, calls: List[int], folder: str) -> Dict[str, Any]:
-    """The outputs of `calls` of the last replay, into `folder` of the scratch."""
+    """The outputs of `calls` (numbered replay by replay) of the last timed round, into `folder` of the scratch."""
     staged = getattr(state, "_witness_graph", None)
     if staged is None:
         raise RuntimeError("no captured witness round in this runner")
-    rows = [staged.results[int(i)] for i in calls]
+    rows = [staged.outputs(int(c)) for c in calls]
     return {"status": "OK", "calls": coarse._save_all(rows, os.path.join(coarse._folder(folder), "outputs.bin"))}
+
+
+def _drawn(ev: Any, seed: int, k: int, calls: List[int]) -> List[List[Any]]:
+    """The inputs of `calls` (numbered replay by replay, k a replay) of a round from `seed`: the
+    generator calls the graph made, replay j from `replay_seed(seed, j)`."""
+    import torch
+
+    base, mask = _inputs_template(ev)
+    gen = torch.Generator(device=ev.device)
+    bufs = _buffers(base, mask)
+    made: Dict[int, List[Any]] = {}
+    by_replay: Dict[int, List[int]] = {}
+    for c in calls:
+        by_replay.setdefault(int(c) // k, []).append(int(c) % k)
+    for j, want in by_replay.items():
+        gen.manual_seed(replay_seed(seed, j))
+        for i in range(max(want) + 1):
+            _draw_call(bufs, gen, i)
+            if i in want:
+                made[j * k + i] = [a.clone() if m else a for a, m in zip(_call_args(base, bufs), mask)]
+    return [made[int(c)] for c in calls]
+
+
+def expect(state: Any, request: Dict[str, Any], seed: int, k: int, calls: List[int]) -> Dict[str, Any]:
+    """Reference runner, while the solution's runner captures (not timed): the inputs of the
+    calls the supervisor will check and the reference's outputs on them, kept for `check`. The
+    seed and the calls go to no other process before the solution's reply."""
+    from ..checks import make_checker
+
+    state._witness_graph = None  # the null round's capture: no longer needed here
+    ev = coarse._eval_run(state, request)
+    made = _drawn(ev, int(seed), int(k), [int(c) for c in calls])
+    refs = None
+    if make_checker(ev.check_spec, ev.definition).compares_to_reference:
+        ref = state.reference(ev.definition)
+        refs = [ev._call_reference(ref, x) for x in made]  # on copies: `made` stays pristine for the check
+    state._witness_expect = (int(seed), int(k), [int(c) for c in calls], made, refs)
+    return {"status": "OK"}
 
 
 def check(state: Any, request: Dict[str, Any], seed: int, key: int, k: int, calls: List[int], digests: List[int],
           saved: List[List[Dict[str, Any]]], folder: str) -> Dict[str, Any]:
-    """Reference runner: draw the inputs of `calls` from `seed` (the same sequence as the graph),
-    hash the saved outputs with `key` against the `digests` the runner replied, and apply the
-    definition's check to them (witness.check, with these inputs kept)."""
-    import torch
-
+    """Reference runner: the inputs of `calls` from `seed` (kept by `expect`, else drawn now: the
+    same sequence as the graph), the saved outputs hashed with `key` against the `digests` the
+    runner replied, and the definition's check applied to them (witness.check, with these inputs
+    and the reference's outputs kept)."""
     state._witness_graph = None  # the null round's capture: no longer needed here
     ev = coarse._eval_run(state, request)
-    base, mask = _inputs_template(ev)
-    gen = torch.Generator(device=ev.device)
-    gen.manual_seed(int(seed))
-    bufs = _buffers(base, mask)
-    want = {int(i) for i in calls}
-    made: Dict[int, List[Any]] = {}
-    for i in range(max(want) + 1 if want else 0):
-        _draw_call(bufs, gen, i)
-        if i in want:
-            made[i] = [a.clone() if m else a for a, m in zip(_call_args(base, bufs), mask)]
+    calls = [int(c) for c in calls]
+    kept = getattr(state, "_witness_expect", None)
+    state._witness_expect = None
+    if kept is not None and kept[:3] == (int(seed), int(k), calls):
+        made, refs = kept[3], kept[4]
+    else:
+        made, refs = _drawn(ev, int(seed), int(k), calls), None
     try:
         outs = coarse._load_all(saved, coarse._folder(folder), ev.device)
     except (ValueError, TypeError, KeyError, OSError, RuntimeError) as e:
@@ -335,23 +408,59 @@ def check(state: Any, request: Dict[str, Any], seed: int, key: int, k: int, call
         return {"status": "OK", "bad": ["the saved outputs are not those of the calls asked for"]}
     hasher = _Hasher(ev.device)
     hasher.set_key(int(key))
-    bad = []
-    for i, o, d in zip(calls, outs, digests):
-        if int(hasher.digests([o])[0]) != int(d):
-            bad.append(f"call {i}: its outputs do not hash to the digest the runner replied when it was timed "
-                       f"(they were made or changed after the reply)")
-    state._witness_made = (int(seed), [made[int(i)] for i in calls], None, None)
+    mine = [int(hasher.digests([o])[0]) for o in outs]
+    bad = [f"call {c}: its outputs do not hash to the digest the runner replied when it was timed "
+           f"(they were made or changed after the reply)" for c, h, d in zip(calls, mine, digests) if int(h) != int(d)]
+    state._witness_made = (int(seed), made, None, refs)
     res = coarse.check(state, request, int(seed), saved, folder, loaded=outs)
     res["bad"] = bad + list(res.get("bad") or [])
     return res
 
 
 # ----------------------------------------------------------------------------- supervisor side
-def _k(claim: float, out_bytes: Optional[int]) -> int:
-    k = max(K_MIN, min(K_MAX, math.ceil(TARGET_MS / max(claim, 1e-4))))
+def _k(claim: float, out_bytes: Optional[int]) -> Tuple[int, int]:
+    """(k calls captured, m replays a timed round): k x m x the claim at least TARGET_MS where
+    K_MAX x M_MAX allow it, and every call's outputs kept within KEEP_BYTES."""
+    n = math.ceil(TARGET_MS / max(claim, 1e-5))
+    k = max(K_MIN, min(K_MAX, n))
     if out_bytes:
         k = min(k, max(1, KEEP_BYTES // out_bytes))
-    return k
+    m = max(1, min(M_MAX, math.ceil(n / k)))
+    if m > 1 and out_bytes:  # the store holds m x k outputs beside the k of the graph itself
+        m = max(1, min(m, KEEP_BYTES // (out_bytes * k) - 1))
+    return k, m
+
+
+class _Pending:
+    """A message sent to a runner whose sealed answer is read later (`collect`), so that the
+    runner works while the supervisor talks to the other one."""
+
+    def __init__(self, handle: Any, msg: Dict[str, Any], timeout: float) -> None:
+        from ..protocol import send_msg
+
+        self.handle, self.timeout, self.nonce = handle, timeout, os.urandom(8).hex()
+        self.result: Optional[Dict[str, Any]] = None
+        self.why = ""
+        self._pending = False
+        try:
+            send_msg(handle.sock, {**msg, "nonce": self.nonce})
+            self._pending = True
+        except OSError as e:
+            self.why = f"{type(e).__name__}: {e}"
+
+    def collect(self) -> Optional[Dict[str, Any]]:
+        """The answer (None, with `why`, if there is none); read once: the channel is clear again."""
+        from ..protocol import ConnectionClosed, recv_msg
+
+        if self._pending:
+            self._pending = False
+            try:
+                self.result, self.why = coarse._accept(self.handle, self.nonce, recv_msg(self.handle.sock, timeout=self.timeout))
+            except TimeoutError:
+                self.why = "timeout"
+            except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
+                self.why = f"{type(e).__name__}: {e}"
+        return self.result
 
 
 class _Fail(Exception):
@@ -383,16 +492,16 @@ class _Round:
             raise _Fail(kind, why or str((res or {}).get("message", ""))[-1500:])
         return res, wall
 
-    def timed(self, handle: Any, seed: int, key: int, kind: str = "failed") -> Tuple[Dict[str, Any], float]:
-        """A touch, then the timed replay (its wall ms)."""
-        self.ask("go", handle, {"type": "witness_graph_touch"}, kind)
-        return self.ask("go", handle, {"type": "witness_graph_go", "seed": seed, "key": key}, kind)
+    def timed(self, handle: Any, seed: int, key: int, kind: str = "failed", part: str = "go") -> Tuple[Dict[str, Any], float]:
+        """A touch, then the timed replays (their wall ms)."""
+        self.ask(part, handle, {"type": "witness_graph_touch"}, kind)
+        return self.ask(part, handle, {"type": "witness_graph_go", "seed": seed, "key": key}, kind)
 
-    def null_ms(self, k: int) -> float:
+    def null_ms(self, k: int, m: int) -> float:
         """The null round's wall time in the reference runner (the fastest of NULL_ROUNDS),
         cached per workload for the coarse null's time."""
         key = "graph:" + hashlib.sha256(json.dumps([self.ref_request.get("definition"), self.ref_request.get("workload"),
-                                                    (self.ref_request.get("config") or {}).get("inputs"), k],
+                                                    (self.ref_request.get("config") or {}).get("inputs"), k, m],
                                                    sort_keys=True, default=str).encode()).hexdigest()
         cache = self.sup.__dict__.setdefault("_witness_null", {})
         hit = cache.get(key)
@@ -400,43 +509,52 @@ class _Round:
             return hit[1]
         rr = self.rr
         self.ask("null", rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"}, "unwitnessed")
-        res, _ = self.ask("null", rr, {"type": "witness_graph_stage", "k": k}, "unwitnessed")
+        res, _ = self.ask("null", rr, {"type": "witness_graph_stage", "k": k, "m": m}, "unwitnessed")
         if res.get("no_draws"):  # every input is known to the solution: it could precompute the calls
             raise _Fail("fallback", "no input of this workload is drawn afresh per call")
         if not res.get("graph"):
             raise _Fail("unwitnessed", "the reference runner could not capture the null round: " + str(res.get("why", ""))[-300:])
-        t = time.perf_counter()
-        walls = [self.timed(rr, 1 + n, 1, "unwitnessed")[1] for n in range(NULL_ROUNDS)]
-        self.parts["null"] = self.parts.get("null", 0.0) + (time.perf_counter() - t) * 1e3
+        walls = [self.timed(rr, 1 + n, 1, "unwitnessed", "null")[1] for n in range(NULL_ROUNDS)]
         cache[key] = (time.monotonic(), min(walls))
         return min(walls)
 
+    def expect(self, seed: int, k: int, calls: List[int]) -> _Pending:
+        """Ask the reference runner, without waiting, for the inputs of `calls` and the reference's
+        outputs on them: it makes them while the solution's runner captures (`collect` after)."""
+        return _Pending(self.rr, {"type": "witness_graph_expect", "request": self.ref_request, "seed": seed, "k": k,
+                                  "calls": calls}, self.timeout)
+
     def check(self, seed: int, key: int, k: int, calls: List[int], digests: List[int], limit: int) -> List[str]:
         """Save the outputs of `calls`, hand them to the reference runner: its check's complaints."""
-        try:
-            fr = coarse._Folder(self.rr)
-        except OSError as e:
-            raise _Fail("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
+        t = time.perf_counter()
         try:
             try:
-                fs = coarse._Folder(self.r)
+                fr = coarse._Folder(self.rr)
             except OSError as e:
-                raise _Fail("failed", f"the solution's scratch refused the witness's folder ({e})") from e
+                raise _Fail("unwitnessed", f"no scratch folder for the witness in the reference runner ({e})") from e
             try:
-                res, _ = self.ask("check", self.r, {"type": "witness_graph_save", "calls": calls, "folder": fs.name})
                 try:
-                    fs.copy_file("outputs.bin", fr, limit)
+                    fs = coarse._Folder(self.r)
                 except OSError as e:
-                    return [f"outputs not readable: {e}"]
-                verdict, _ = self.ask("check", self.rr, {
-                    "type": "witness_graph_check", "request": self.ref_request, "seed": seed, "key": key, "k": k,
-                    "calls": calls, "digests": digests, "saved": res.get("calls"), "folder": fr.name}, "unwitnessed")
-                coarse.merge_errors(self.errors, verdict)
-                return [str(b) for b in verdict.get("bad") or []]
+                    raise _Fail("failed", f"the solution's scratch refused the witness's folder ({e})") from e
+                try:
+                    res, _ = self.ask("save", self.r, {"type": "witness_graph_save", "calls": calls, "folder": fs.name})
+                    saved = res.get("calls")
+                    try:  # a hard link where it can be (the reference runner only reads it, once, into the device)
+                        fs.copy_to(fr, saved if isinstance(saved, list) else [], limit, share=True)
+                    except (OSError, TypeError, ValueError, KeyError) as e:
+                        return [f"outputs not readable: {e}"]
+                    verdict, _ = self.ask("check", self.rr, {
+                        "type": "witness_graph_check", "request": self.ref_request, "seed": seed, "key": key, "k": k,
+                        "calls": calls, "digests": digests, "saved": saved, "folder": fr.name}, "unwitnessed")
+                    coarse.merge_errors(self.errors, verdict)
+                    return [str(b) for b in verdict.get("bad") or []]
+                finally:
+                    fs.remove()
             finally:
-                fs.remove()
+                fr.remove()
         finally:
-            fr.remove()
+            self.parts["outputs"] = self.parts.get("outputs", 0.0) + (time.perf_counter() - t) * 1e3
 
 
 def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Dict[str, Any], timeout: float,
@@ -449,23 +567,30 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
         return False
     t_start = time.perf_counter()
     out_bytes = coarse._call_bytes(request, inputs=False)
-    k = _k(float(lat), out_bytes)
-    checked = min(CHECKED, k, max_bytes // max(1, out_bytes or 1))
-    bound = SLACK * lat + ABS_MS + NOISE_MS / k
+    k, m = _k(float(lat), out_bytes)
+    n = k * m
+    checked = min(CHECKED, n, max_bytes // max(1, out_bytes or 1))
+    bound = SLACK * lat + ABS_MS + NOISE_MS / n
     extra = result.setdefault("extra", {})
-    info: Dict[str, Any] = {"clock": "graph_replay", "k": k, "bound_ms": round(bound, 5), "bad_calls": 0}
+    info: Dict[str, Any] = {"clock": "graph_replay", "k": k, "m": m, "bound_ms": round(bound, 5), "bad_calls": 0}
     extra["witness"] = info
     w = _Round(sup, r, rr, request, timeout)
     pick = random.SystemRandom()
     walls: List[float] = []
     null: Optional[float] = None
+    pending: Optional[_Pending] = None
     try:
         if checked < 1:  # the harness cannot take one call's outputs over: the coarse round says so
             raise _Fail("fallback", f"one call's outputs are over the witness's {max_bytes >> 20} MiB a round")
         # the null first: before the solution's code runs again (its capture calls it), so that no
         # GPU work it leaves running then can slow the null and so lower the estimate
-        null = w.null_ms(k)
-        res, _ = w.ask("stage", r, {"type": "witness_graph_stage", "k": k})
+        null = w.null_ms(k, m)
+        # the first round's seed and checked calls, drawn now: only the reference runner learns
+        # them before the reply, and makes their inputs and reference outputs during the capture
+        plan = [(int.from_bytes(os.urandom(8), "big") >> 2, int.from_bytes(os.urandom(4), "big"),
+                 sorted(pick.sample(range(n), checked))) for _ in range(ROUNDS)]
+        pending = w.expect(plan[0][0], k, plan[0][2])
+        res, _ = w.ask("stage", r, {"type": "witness_graph_stage", "k": k, "m": m})
         info["captured"] = bool(res.get("graph"))
         if res.get("no_draws"):  # every input is known to the solution: it could precompute the calls
             raise _Fail("fallback", "no input of this workload is drawn afresh per call")
@@ -476,24 +601,27 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
             raise _Fail("fallback", "the solution's calls could not be captured into a CUDA graph: "
                         + (str(res.get("why", "")).strip().splitlines() or [""])[-1][:300])
         info["capture_ms"] = res.get("capture_ms")
-        for _ in range(ROUNDS):
-            seed, key = int.from_bytes(os.urandom(8), "big") >> 2, int.from_bytes(os.urandom(4), "big")
+        t = time.perf_counter()
+        if pending.collect() is None:  # its check makes them itself
+            info["expect"] = pending.why[-200:]
+        w.parts["stage"] = w.parts.get("stage", 0.0) + (time.perf_counter() - t) * 1e3
+        pending = None
+        for seed, key, calls in plan:
             res, wall = w.timed(r, seed, key)
             digests = res.get("digests")
-            if not isinstance(digests, list) or len(digests) != k or not all(isinstance(d, int) for d in digests):
-                raise _Fail("failed", "the runner's reply to a timed round holds no digests of its k calls")
-            calls = sorted(pick.sample(range(k), checked))
-            bad = w.check(seed, key, k, calls, [digests[i] for i in calls], max_bytes)
+            if not isinstance(digests, list) or len(digests) != n or not all(isinstance(d, int) for d in digests):
+                raise _Fail("failed", f"the runner's reply to a timed round holds no digests of its {n} calls")
+            bad = w.check(seed, key, k, calls, [digests[c] for c in calls], max_bytes)
             if bad:
                 info["bad_calls"] = len(bad)
                 coarse._set_status(result, "INCORRECT_NUMERICAL", (
-                    f"witness_wrong: of {k} calls the supervisor timed as one CUDA-graph replay on inputs drawn after "
-                    f"the evaluation, {len(calls)} checked in the reference runner were not right: " + "; ".join(bad[:3])),
-                    "witness_wrong")
+                    f"witness_wrong: of {n} calls the supervisor timed as {m} CUDA-graph replays of {k} on inputs drawn "
+                    f"after the evaluation, {len(calls)} checked in the reference runner were not right: "
+                    + "; ".join(bad[:3])), "witness_wrong")
                 result["correctness"] = result.get("correctness") or {"max_abs": math.inf, "max_rel": math.inf}
                 return True
             walls.append(wall)
-            if (min(walls) - null) / k <= bound:
+            if (min(walls) - null) / n <= bound:
                 break
     except _Fail as e:
         info["why"] = e.why[-300:]
@@ -508,21 +636,23 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
         coarse._flag(result, "witness_unresolved", f"witness graph round not run: {e.why}", False)
         return True
     finally:
-        info.update({"seconds": round(time.perf_counter() - t_start, 4), "calls": len(walls) * k,
+        if pending is not None:  # the reference runner's channel must be clear for what comes next
+            pending.collect()
+        info.update({"seconds": round(time.perf_counter() - t_start, 4), "calls": len(walls) * n,
                      "round_ms": [round(x, 4) for x in walls], "parts_ms": {p: round(v, 2) for p, v in w.parts.items()}})
         if null is not None:
             info["null_ms"] = round(null, 4)
     if w.errors:
         coarse._own_errors(result, w.errors)
         info["errors"] = {e: float(f"{v:.6g}") for e, v in w.errors.items()}
-    est = (min(walls) - null) / k
+    est = (min(walls) - null) / n
     info["est_ms"] = round(est, 5)
     if est <= bound:
         return True
-    msg = (f"timing_disputed: the supervisor timed {k} calls of the solution as one CUDA-graph replay on inputs drawn "
-           f"inside it, from outside its process, at {est * 1e3:.2f} us each (the harness's own draws and hashes "
-           f"subtracted); the runner claimed {lat * 1e3:.2f} us: more than {SLACK:g}x + "
-           f"{(ABS_MS + NOISE_MS / k) * 1e3:.1f} us apart, the runner's measurement was tampered with")
+    msg = (f"timing_disputed: the supervisor timed {n} calls of the solution ({m} CUDA-graph replays of {k}) on inputs "
+           f"drawn inside them, from outside its process, at {est * 1e3:.2f} us each (the harness's own draws and "
+           f"hashes subtracted); the runner claimed {lat * 1e3:.2f} us: more than {SLACK:g}x + "
+           f"{(ABS_MS + NOISE_MS / n) * 1e3:.1f} us apart, the runner's measurement was tampered with")
     if os.environ.get("FIB_WITNESS_GPU", "flag").strip().lower() != "fail":
         coarse._flag(result, "timing_disputed", msg)
     else:

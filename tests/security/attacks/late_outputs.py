@@ -36,9 +36,9 @@ def _patch():
         return
     replay, save = m._Staged.replay, m.save
 
-    def quick_replay(self, seed, key):
-        self._late = (seed, key)
-        return [0] * self.k
+    def quick_replay(self, seed, key, m=None):
+        self._late = (seed, key, m)
+        return [0] * (self.k * (m or self.m))
 
     def late_save(state, calls, folder):
         st = getattr(state, "_witness_graph", None)
