@@ -65,6 +65,7 @@ HARNESS_VERSION = "fib-bench-2"
 # Flags that make a trace suspect (the others are information).
 SUSPECT_FLAGS = {
     "below_roofline_floor", "background_work", "background_threads", "timer_patched", "l2_persistence_set",
+    "below_launch_floor",
 }
 NO_FASTER_THAN_REFERENCE = 1.05
 HOST_BOUND_MIN_MS = 0.2

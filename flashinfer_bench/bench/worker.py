@@ -485,10 +485,11 @@ class Supervisor:
         mark("witness")
         suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
         if suspicion:
+            flag, why = suspicion
             extra = result.setdefault("extra", {})
-            extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), "below_roofline_floor", "implausible_latency"]))
+            extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), flag, "implausible_latency"]))
             extra["suspect"] = True
-            extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + suspicion]
+            extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + why]
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)

@@ -179,21 +179,24 @@ def _graph(t) -> dict:
     return w if w.get("clock") == "graph_replay" else (w.get("graph") or {})
 
 
-def test_a_modest_forgery_of_a_mid_sized_call_is_caught_by_the_device_time_round(gpu_lab: Lab) -> None:
+@pytest.mark.parametrize("cost", [1, 2, 4, 8])
+def test_a_modest_forgery_is_caught_whatever_the_call_costs(gpu_lab: Lab, cost: int) -> None:
     """rewrite_stats_modest divides its statistics by 3.5: above a quarter of the memory floor, and
-    hidden by the coarse round's handover, which allows a call its data's handover time (~ms). Here
-    its call is ~50 us (8 fused RMSNorms of 4096 x 256): timed as a CUDA-graph replay on inputs
-    drawn inside it, it is disputed. (A forgery of a single 6 us call is within the round's
-    noise, ~8 us a call: docs/security.md.)"""
+    hidden by the coarse round's handover, which allows a call its data's handover time (~ms). Its
+    call is `cost` RMSNorms of 4096 x 256 (~6 us each on an H100). Timed as CUDA-graph replays on
+    inputs drawn inside them, hundreds of calls a round, it is disputed; where the forged claim is
+    under the time the runner's own timing gives the smallest kernel (one RMSNorm: ~1.7 us claimed
+    against 2.6 us) the supervisor's launch floor flags it whatever the round measured."""
     from tests.bench.conftest import rms_workload
 
     wl = rms_workload(4096, uuid="rms_graph_gpu")
-    t = gpu_lab.run("rewrite_stats_modest", workload=wl, GPU_COST=8)
+    t = gpu_lab.run("rewrite_stats_modest", workload=wl, GPU_COST=cost)
     ev = t.evaluation
     g = _graph(t)
-    print("GPU modest", ev.status.value, sorted(flags(t)), g)
+    print("GPU modest", cost, ev.status.value, ev.performance.latency_ms if ev.performance else None, sorted(flags(t)), g)
     assert g.get("captured") is True, (g, ev.log[-2000:])
-    assert ev.status.value != "PASSED" or "timing_disputed" in flags(t), (ev.status, g, sorted(flags(t)))
+    caught = {"timing_disputed", "below_launch_floor", "below_roofline_floor"} & flags(t)
+    assert ev.status.value != "PASSED" or caught, (ev.status, g, sorted(flags(t)))
 
 
 def test_an_honest_solution_passes_the_device_time_round(gpu_lab: Lab) -> None:

@@ -124,8 +124,16 @@ def test_plausibility() -> None:
     assert supervise.floor_suspicion(_passed(0.05), req, ready, "cuda:0") is None
     # far under the floor: flagged suspect by the supervisor, not rejected (an unread input does it)
     assert supervise.plausibility_problems(_passed(0.005), req, ready, "cuda:0") == []
-    assert "floor" in supervise.floor_suspicion(_passed(0.005), req, ready, "cuda:0")
+    flag, why = supervise.floor_suspicion(_passed(0.005), req, ready, "cuda:0")
+    assert flag == "below_roofline_floor" and "memory floor" in why
     assert supervise.floor_suspicion(_passed(0.005), req, ready, "cpu") is None  # no floor on the CPU
+    # the launch floor: the runner's own timing of the smallest kernel, measured before any solution
+    tiny = {"definition": req["definition"], "workload": {"axes": {"batch_size": 1}}, "config": {}}
+    timed = {**ready, "calibration": {"min_kernel_ms": 0.0026}}
+    assert supervise.floor_suspicion(_passed(0.0031), tiny, timed, "cuda:0") is None  # the anchor's fastest honest kernel
+    flag, why = supervise.floor_suspicion(_passed(0.001), tiny, timed, "cuda:0")  # 3.4 us forged as 1 us
+    assert flag == "below_launch_floor" and "smallest kernel" in why
+    assert supervise.floor_suspicion(_passed(0.001), tiny, ready, "cuda:0") is None  # not calibrated: no launch floor
     bad = _passed(0.05)
     bad["performance"]["speedup_factor"] = 1000.0
     assert any("speedup" in p for p in supervise.plausibility_problems(bad, req, ready, "cuda:0"))

@@ -37,10 +37,10 @@ def test_the_hash_is_per_call_keyed_and_moved_by_one_ulp() -> None:
 
 def test_calls_per_round_follow_the_claim_and_the_memory() -> None:
     # (k captured, m replays): k x m x the claim reaches 1 ms of device time where it can
-    assert _k(0.003, 16 << 10) == (32, 11)  # a 3 us kernel: 32 captured, replayed 11 times (352 calls)
-    assert _k(0.0005, 16 << 10) == (32, 32)  # the most replays
+    assert _k(0.003, 16 << 10) == (16, 21)  # a 3 us kernel: 16 captured, replayed 21 times (336 calls)
+    assert _k(0.0002, 16 << 10) == (16, 64)  # the most replays
     assert _k(0.1, 16 << 10) == (10, 1)  # 1 ms of claimed device time a round, no replay
     assert _k(0.5, 1 << 20) == (4, 1)  # a long call: the fewest
     assert _k(0.003, 128 << 20) == (2, 1)  # outputs kept for every call: bounded
-    assert _k(0.003, 4 << 20) == (32, 1)  # 32 x 4 MiB kept already: a store for more replays would not fit
-    assert _k(0.003, 1 << 20) == (32, 7)  # the store of m x 32 outputs of 1 MiB within 256 MiB
+    assert _k(0.003, 8 << 20) == (16, 1)  # 16 x 8 MiB kept already: a store for more replays would not fit
+    assert _k(0.003, 1 << 20) == (16, 15)  # the store of m x 16 outputs of 1 MiB within 256 MiB

@@ -27,6 +27,9 @@ STATUSES = {
     "PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT",
 }
 FLOOR_FACTOR = 0.25
+# a claim under this share of the smallest kernel's time (the runner's calibration, before any
+# solution): no call that launches a kernel is that fast
+LAUNCH_FLOOR_FACTOR = 0.8
 
 
 def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
@@ -372,22 +375,34 @@ def plausibility_problems(
 
 def floor_suspicion(
     result: Dict[str, Any], request: Dict[str, Any], ready: Optional[Dict[str, Any]], device: str,
-) -> Optional[str]:
-    """Why a PASSED latency is far below the definition's memory floor (None when it is not).
+) -> Optional[Tuple[str, str]]:
+    """(flag, why) when a PASSED latency is below what is physically possible: far below the
+    definition's memory floor (`below_roofline_floor`), or below the smallest kernel's time as
+    the runner's timing protocol measured it before any solution loaded (`below_launch_floor`).
 
     Checked here, outside the solution's process, so a result forged inside the runner cannot
     hide it. Not a rejection: the floor counts every declared tensor, and a correct solution may
-    legitimately skip an input the reference ignores too; the trace is flagged suspect instead.
+    legitimately skip an input the reference ignores too (or launch nothing at all for a call
+    that only returns a view); the trace is flagged suspect instead.
     """
     if device == "cpu" or result.get("status") != "PASSED":
         return None
     lat = (result.get("performance") or {}).get("latency_ms")
-    floor = _floor_ms(request, ready)
-    if floor is None or not _finite_pos(lat) or lat >= FLOOR_FACTOR * floor:
+    if not _finite_pos(lat):
         return None
-    return (f"latency {lat * 1e3:.3f} us is under a quarter of the memory floor {floor * 1e3:.3f} us "
+    floor = _floor_ms(request, ready)
+    if floor is not None and lat < FLOOR_FACTOR * floor:
+        return "below_roofline_floor", (
+            f"latency {lat * 1e3:.3f} us is under a quarter of the memory floor {floor * 1e3:.3f} us "
             f"(bytes of all declared tensors / measured peak bandwidth): either a declared input is not "
             f"read, or the result is not real")
+    launch = ((ready or {}).get("calibration") or {}).get("min_kernel_ms")
+    if _finite_pos(launch) and lat < LAUNCH_FLOOR_FACTOR * launch:
+        return "below_launch_floor", (
+            f"latency {lat * 1e3:.3f} us is under {LAUNCH_FLOOR_FACTOR:g}x the time the same timing gives the "
+            f"smallest kernel there is on this GPU ({launch * 1e3:.2f} us, measured before any solution "
+            f"loaded): a call that launches a kernel is not that fast, the result is not real")
+    return None
 
 
 def _floor_ms(request: Dict[str, Any], ready: Optional[Dict[str, Any]]) -> Optional[float]:

@@ -164,10 +164,10 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
         stage = torch.empty(max(at + n for at, n, _ in group) - lo, dtype=torch.uint8, device=dev)
         for at, n, c in group:
             stage[at - lo: at - lo + n].copy_(c.reshape(-1).view(torch.uint8))
-        # into pinned memory (torch's caching host allocator keeps it for the next round): a
-        # copy into new pageable memory faults in every page on the way (the H200: 48 MiB in
-        # 61 ms, pinned 18 ms; benchmarks/witness_handover.py)
-        pinned = torch.empty(stage.numel(), dtype=torch.uint8, pin_memory=True)
+        # into pinned memory: a copy into new pageable memory faults in every page on the way
+        # (the H200: 48 MiB in 61 ms, pinned 18 ms; benchmarks/witness_handover.py)
+        pinned = _pinned(stage.numel()) if len(on_device) == 1 else \
+            torch.empty(stage.numel(), dtype=torch.uint8, pin_memory=True)
         pinned.copy_(stage)
         host.append((lo, pinned))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -181,6 +181,20 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
     finally:
         os.close(fd)
     return meta
+
+
+_PINNED: List[Any] = []
+
+
+def _pinned(n: int) -> Any:
+    """`n` bytes of pinned host memory, one buffer kept per process and grown in powers of two:
+    torch's caching host allocator keeps blocks by size, and a new size each round cost a
+    cudaHostAlloc of ~1 ms (H100, benchmarks/witness_graph_profile.py)."""
+    import torch
+
+    if not _PINNED or _PINNED[0].numel() < n:
+        _PINNED[:] = [torch.empty(1 << max(20, (n - 1).bit_length()), dtype=torch.uint8, pin_memory=True)]
+    return _PINNED[0][:n]
 
 
 def _map_file(folder: str, name: str, writable: bool = True) -> Any:
