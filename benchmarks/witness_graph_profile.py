@@ -86,7 +86,7 @@ def main() -> int:
                 out_bytes = witness._call_bytes(req, inputs=False)
                 k, m = wg._k(float(lat), out_bytes)
                 n = k * m
-                if (out_bytes or 0) > witness.MAX_BYTES:
+                if (out_bytes or 0) > wg.HANDOVER_BYTES:
                     print(f"| {sol.name} | {wl.axes} | {lat * 1e3:.2f} | outputs over the round's bytes |")
                     continue
                 # the null, in the reference runner's state

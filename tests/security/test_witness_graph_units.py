@@ -41,6 +41,6 @@ def test_calls_per_round_follow_the_claim_and_the_memory() -> None:
     assert _k(0.0002, 16 << 10) == (16, 64)  # the most replays
     assert _k(0.1, 16 << 10) == (10, 1)  # 1 ms of claimed device time a round, no replay
     assert _k(0.5, 1 << 20) == (4, 1)  # a long call: the fewest
-    assert _k(0.003, 128 << 20) == (2, 1)  # outputs kept for every call: bounded
-    assert _k(0.003, 8 << 20) == (16, 1)  # 16 x 8 MiB kept already: a store for more replays would not fit
-    assert _k(0.003, 1 << 20) == (16, 15)  # the store of m x 16 outputs of 1 MiB within 256 MiB
+    assert _k(0.003, 512 << 20) == (2, 1)  # outputs kept for every call: bounded
+    assert _k(0.003, 32 << 20) == (16, 1)  # 16 x 32 MiB kept already: a store for more replays would not fit
+    assert _k(0.003, 8 << 20) == (16, 7)  # the store of m x 16 outputs of 8 MiB within 1 GiB
