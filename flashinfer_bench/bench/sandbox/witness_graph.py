@@ -147,43 +147,20 @@ class _Hasher:
 
     def digests(self, calls: List[List[Any]]) -> Any:
         """The hash of each call's outputs (an int64 tensor, one per call; no synchronisation, so
-        it can be captured). Small outputs: each output stacked over the calls and mixed in one
-        pass (a handful of device operations a round, not a call: launches are their cost).
-        Outputs of BIG_CALL_BYTES or more a call: mixed call by call, without the stacked copy
-        (bytes are their cost: on the H100 the harness's share of a 4 MiB RMSNorm call was ~10
-        passes over its data, 70 us beside the kernel's 7). Both give the same hash."""
+        it can be captured): each output stacked over the calls and mixed in one pass, whatever
+        the number of calls (a handful of device operations a round, not a call)."""
         import torch
 
-        if not calls:
-            return torch.zeros(0, dtype=torch.int64, device=self.key.device)
-        if _call_bytes_of(calls[0]) >= BIG_CALL_BYTES:
-            return torch.stack([self._mix([[t] for t in c])[0] for c in calls])
-        return self._mix([[c[n] for c in calls] for n in range(len(calls[0]))])
-
-    def _mix(self, by_output: List[List[Any]]) -> Any:
-        """Per call, the sum over its outputs of sum((words xor position) * (key + 2 n)); `by_output[n]`
-        holds output n of every call."""
-        import torch
-
-        total = torch.zeros(len(by_output[0]) if by_output else 0, dtype=torch.int64, device=self.key.device)
-        for n_out, ts in enumerate(by_output):
+        total = torch.zeros(len(calls), dtype=torch.int64, device=self.key.device)
+        for n_out in range(len(calls[0]) if calls else 0):
+            ts = [c[n_out] for c in calls]
             if not all(isinstance(t, torch.Tensor) for t in ts) or ts[0].numel() == 0:
                 continue
-            w = torch.stack([self._words(t) for t in ts]) if len(ts) > 1 else self._words(ts[0]).unsqueeze(0)
+            w = torch.stack([self._words(t) for t in ts])
             a = torch.bitwise_xor(w, self._positions(w.shape[1], w.device))
             a.mul_(self.key + 2 * n_out)
             total = total + a.sum(dim=1, dtype=torch.int64)
         return total
-
-
-# outputs of a call from which its hash and its store copy go call by call (bytes, not launches, cost)
-BIG_CALL_BYTES = 256 << 10
-
-
-def _call_bytes_of(outs: List[Any]) -> int:
-    import torch
-
-    return sum(t.numel() * t.element_size() for t in outs if isinstance(t, torch.Tensor))
 
 
 def _inputs_template(ev: Any) -> Tuple[List[Any], List[bool]]:
@@ -267,14 +244,8 @@ class _Staged:
             return
         self.digests.index_copy_(0, self.slot, self.hasher.digests(self.results).view(1, -1))
         if self.m > 1 and self.stores is not None:
-            big = _call_bytes_of(self.results[0]) >= BIG_CALL_BYTES
             for n_out, store in enumerate(self.stores):
-                if store is None:
-                    continue
-                if big:  # call by call: one pass over each output, no stacked copy first
-                    for i, r in enumerate(self.results):
-                        store[:, i].index_copy_(0, self.slot, r[n_out].unsqueeze(0))
-                else:
+                if store is not None:
                     store.index_copy_(0, self.slot, torch.stack([r[n_out] for r in self.results]).unsqueeze(0))
         self.slot.add_(1)
 
