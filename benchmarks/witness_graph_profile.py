@@ -133,9 +133,10 @@ def main() -> int:
                 for f in ("fr", "fs"):
                     shutil.rmtree(scratch / f)
                 est = (min(gos) - min(nulls)) / n
-                bound = wg.SLACK * lat + wg.ABS_MS + wg.NOISE_MS / n
+                noise = max(wg.NOISE_MS, wg.NOISE_SHARE * min(nulls)) / n
+                bound = wg.SLACK * lat + wg.ABS_MS + noise
                 forged = lat / 3.5
-                fbound = wg.SLACK * forged + wg.ABS_MS + wg.NOISE_MS / n
+                fbound = wg.SLACK * forged + wg.ABS_MS + noise
                 ratios.append(est / lat)
                 verdict_forged = (" launch floor" if forged < LAUNCH_FLOOR_FACTOR * min_kernel else
                                   " CAUGHT" if est > fbound else " PASSES")
