@@ -789,34 +789,49 @@ def _own_errors(result: Dict[str, Any], errors: Dict[str, float]) -> None:
         corr[key] = max(float(mine), v) if ok else v
 
 
-class _Prestaged:
+class Pending:
+    """A message sent to a runner whose sealed answer is read later (`collect`), so that the
+    runner works while the supervisor does something else (the solution's evaluation, the other
+    runner's capture)."""
+
+    def __init__(self, handle: Any, msg: Dict[str, Any], timeout: float) -> None:
+        from ..protocol import send_msg
+
+        self.rr, self.timeout, self.nonce = handle, timeout, os.urandom(8).hex()
+        self.result: Optional[Dict[str, Any]] = None
+        self.why = ""
+        self.sent = False
+        try:
+            send_msg(handle.sock, {**msg, "nonce": self.nonce})
+            self.sent = True
+        except OSError as e:
+            self.why = f"{type(e).__name__}: {e}"
+        self._pending = self.sent
+
+    def collect(self) -> Optional[Dict[str, Any]]:
+        """The answer (None, with `why`, if there is none); read once: the channel is clear again."""
+        from ..protocol import ConnectionClosed, recv_msg
+
+        if self._pending:
+            self._pending = False
+            try:
+                self.result, self.why = _accept(self.rr, self.nonce, recv_msg(self.rr.sock, timeout=self.timeout))
+            except TimeoutError:
+                self.why = "timeout"
+            except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
+                self.why = f"{type(e).__name__}: {e}"
+        return self.result
+
+
+class _Prestaged(Pending):
     """The first round's inputs, asked of the reference runner before the solution's evaluation
     and made (with the reference's outputs on them) while it runs: the seed is drawn here and
     goes only to the reference runner, so nothing the solution's process can reach knows these
     inputs before the witness hands them over."""
 
-    def __init__(self, rr: Any, seed: int, folder: "_Folder", nonce: str, timeout: float) -> None:
-        self.rr, self.seed, self.folder, self.nonce, self.timeout = rr, seed, folder, nonce, timeout
-        self.result: Optional[Dict[str, Any]] = None
-        self.why = ""
-        self._pending = True
-
-    def collect(self) -> None:
-        """Read the reference runner's answer (once): its channel is then clear again."""
-        from ..protocol import ConnectionClosed, recv_msg
-
-        if not self._pending:
-            return
-        self._pending = False
-        try:
-            reply = recv_msg(self.rr.sock, timeout=self.timeout)
-        except TimeoutError:
-            self.why = "timeout"
-            return
-        except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
-            self.why = f"{type(e).__name__}: {e}"
-            return
-        self.result, self.why = _accept(self.rr, self.nonce, reply)
+    def __init__(self, rr: Any, msg: Dict[str, Any], seed: int, folder: "_Folder", timeout: float) -> None:
+        super().__init__(rr, msg, timeout)
+        self.seed, self.folder = seed, folder
 
 
 def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: float) -> None:
@@ -824,8 +839,6 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     round (inputs from a fresh seed, the reference's outputs on them) without waiting, so that it
     is made while the solution is evaluated, off the witness's path (`verify` takes it; `settle`
     drops it when no witness follows). Nothing when the witness will not run."""
-    from ..protocol import send_msg
-
     settle(sup)
     cfg = request.get("config") or {}
     if not enabled() or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
@@ -843,14 +856,12 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     except OSError:
         return  # the round makes its inputs itself (and says why not, if it cannot either)
     seed = int.from_bytes(os.urandom(8), "big") >> 2
-    nonce = os.urandom(8).hex()
-    try:
-        send_msg(rr.sock, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
-                           "folder": folder.name, "nonce": nonce})
-    except OSError:
+    pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
+                          "folder": folder.name}, seed, folder, timeout)
+    if not pre.sent:
         folder.remove()
         return
-    sup._witness_prestaged = _Prestaged(rr, seed, folder, nonce, timeout)
+    sup._witness_prestaged = pre
 
 
 def settle(sup: Any) -> None:

@@ -456,38 +456,6 @@ def _k(claim: float, out_bytes: Optional[int]) -> Tuple[int, int]:
     return k, m
 
 
-class _Pending:
-    """A message sent to a runner whose sealed answer is read later (`collect`), so that the
-    runner works while the supervisor talks to the other one."""
-
-    def __init__(self, handle: Any, msg: Dict[str, Any], timeout: float) -> None:
-        from ..protocol import send_msg
-
-        self.handle, self.timeout, self.nonce = handle, timeout, os.urandom(8).hex()
-        self.result: Optional[Dict[str, Any]] = None
-        self.why = ""
-        self._pending = False
-        try:
-            send_msg(handle.sock, {**msg, "nonce": self.nonce})
-            self._pending = True
-        except OSError as e:
-            self.why = f"{type(e).__name__}: {e}"
-
-    def collect(self) -> Optional[Dict[str, Any]]:
-        """The answer (None, with `why`, if there is none); read once: the channel is clear again."""
-        from ..protocol import ConnectionClosed, recv_msg
-
-        if self._pending:
-            self._pending = False
-            try:
-                self.result, self.why = coarse._accept(self.handle, self.nonce, recv_msg(self.handle.sock, timeout=self.timeout))
-            except TimeoutError:
-                self.why = "timeout"
-            except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
-                self.why = f"{type(e).__name__}: {e}"
-        return self.result
-
-
 class _Fail(Exception):
     """The round cannot go on: kind "failed" (the solution's runner: charged to the solution),
     "unwitnessed" (the harness's side), "fallback" (the coarse round judges instead)."""
@@ -546,10 +514,10 @@ class _Round:
         cache[key] = (time.monotonic(), min(walls))
         return min(walls)
 
-    def expect(self, seed: int, k: int, calls: List[int]) -> _Pending:
+    def expect(self, seed: int, k: int, calls: List[int]) -> coarse.Pending:
         """Ask the reference runner, without waiting, for the inputs of `calls` and the reference's
         outputs on them: it makes them while the solution's runner captures (`collect` after)."""
-        return _Pending(self.rr, {"type": "witness_graph_expect", "request": self.ref_request, "seed": seed, "k": k,
+        return coarse.Pending(self.rr, {"type": "witness_graph_expect", "request": self.ref_request, "seed": seed, "k": k,
                                   "calls": calls}, self.timeout)
 
     def check(self, seed: int, key: int, k: int, calls: List[int], digests: List[int], limit: int) -> List[str]:
@@ -606,7 +574,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
     pick = random.SystemRandom()
     walls: List[float] = []
     null: Optional[float] = None
-    pending: Optional[_Pending] = None
+    pending: Optional[coarse.Pending] = None
     try:
         if checked < 1:  # the harness cannot take one call's outputs over: the coarse round says so
             raise _Fail("fallback", f"one call's outputs are over the witness's {max_bytes >> 20} MiB a round")
