@@ -19,9 +19,10 @@ def main() -> None:
         w = ex.get("witness") or {}
         g = w if w.get("clock") == "graph_replay" else (w.get("graph") or {})  # first, or beside the coarse round
         lat = (ev.get("performance") or {}).get("latency_ms")
-        flags = ",".join(f for f in ex.get("flags") or [] if f in ("timing_disputed", "witness_coarse", "witness_wrong", "unwitnessed"))
+        flags = ",".join(f for f in ex.get("flags") or [] if f in ("timing_disputed", "witness_coarse", "witness_wrong", "unwitnessed",
+                                                                    "below_launch_floor", "below_roofline_floor"))
         rows.append((t["solution"][:24], t["workload"]["axes"].get("batch_size"), lat, g, w, flags))
-    print("| solution | batch | claim us | k | null ms | rounds ms | est us | bound us | est/claim | capture ms | graph s | coarse s | flags |")
+    print("| solution | batch | claim us | k x m | null ms | rounds ms | est us | bound us | est/claim | capture ms | graph s | coarse s | flags |")
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
     ratios, costs = [], []
     for sol, b, lat, g, w, flags in rows:
@@ -32,7 +33,7 @@ def main() -> None:
         if g.get("seconds") is not None:
             costs.append(g["seconds"])
         f = lambda x, m=1e3: "-" if x is None else f"{x * m:.2f}"  # noqa: E731
-        print(f"| {sol} | {b} | {f(lat)} | {g.get('k', '-')} | {g.get('null_ms', '-')} | {g.get('round_ms', '-')} | {f(est)} | "
+        print(f"| {sol} | {b} | {f(lat)} | {g.get('k', '-')}x{g.get('m', 1)} | {g.get('null_ms', '-')} | {g.get('round_ms', '-')} | {f(est)} | "
               f"{f(g.get('bound_ms'))} | {'-' if r is None else f'{r:.2f}'} | {g.get('capture_ms', '-')} | {g.get('seconds', '-')} | "
               f"{w.get('seconds', '-')} | {flags} |")
     if ratios:
