@@ -199,6 +199,20 @@ def test_a_modest_forgery_is_caught_whatever_the_call_costs(gpu_lab: Lab, cost: 
     assert ev.status.value != "PASSED" or caught, (ev.status, g, sorted(flags(t)))
 
 
+def test_a_solution_that_computes_a_third_of_the_captured_calls_is_caught(gpu_lab: Lab) -> None:
+    """skip_captured_calls computes one captured call in three (garbage, honestly hashed, for the
+    others) and claims a third of its time: each round's 8 checked calls all land on computed ones
+    with probability (1/3)^8, so the round is `witness_wrong`."""
+    from tests.bench.conftest import rms_workload
+
+    t = gpu_lab.run("skip_captured_calls", workload=rms_workload(4096, uuid="rms_graph_skip"))
+    ev = t.evaluation
+    g = _graph(t)
+    print("GPU skip", ev.status.value, sorted(flags(t)), g)
+    assert g.get("captured") is True, (g, ev.log[-2000:])
+    assert ev.status.value != "PASSED" or {"timing_disputed", "below_launch_floor"} & flags(t), (ev.status, g)
+
+
 def test_an_honest_solution_passes_the_device_time_round(gpu_lab: Lab) -> None:
     from tests.bench.conftest import rms_workload
 

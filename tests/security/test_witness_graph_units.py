@@ -44,3 +44,49 @@ def test_calls_per_round_follow_the_claim_and_the_memory() -> None:
     assert _k(0.003, 512 << 20) == (2, 1)  # outputs kept for every call: bounded
     assert _k(0.003, 32 << 20) == (16, 1)  # 16 x 32 MiB kept already: a store for more replays would not fit
     assert _k(0.003, 8 << 20) == (16, 7)  # the store of m x 16 outputs of 8 MiB within 1 GiB
+
+
+def test_the_reference_runner_checks_calls_of_any_replay(tmp_path, monkeypatch) -> None:
+    """`expect` makes the checked calls' inputs (call c: replay c // k, call c % k, each replay from
+    its own seed) and the reference's outputs; `check` passes outputs made on those inputs and
+    hashed with the key, and says which call is wrong or was changed after its hash."""
+    from flashinfer_bench.bench.config import EvalConfig
+    from flashinfer_bench.bench.evaluate import RunnerState
+    from flashinfer_bench.bench.sandbox import witness as coarse
+    from flashinfer_bench.bench.sandbox import witness_graph as wg
+    from tests.bench.conftest import rms_definition, rms_workload
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("FIB_SANDBOX_SCRATCH", str(scratch))
+    state = RunnerState(torch.device("cpu"), None, tmp_path / "cache")
+    req = {"definition": rms_definition(64).model_dump(mode="json"), "workload": rms_workload(4).model_dump(mode="json"),
+           "config": EvalConfig(device="cpu").model_dump(mode="json"), "seed": 7, "dataset_root": None}
+    seed, key, k, calls = 12345, 99991, 8, [3, 17, 20]  # replays 0, 2, 2
+
+    def outputs(tamper=None):
+        ev = coarse._eval_run(state, req)
+        ref = state.reference(ev.definition)
+        rows = [list(ev._call_reference(ref, x)) for x in wg._drawn(ev, seed, k, calls)]
+        h = _Hasher(torch.device("cpu"))
+        h.set_key(key)
+        digests = [int(h.digests([r])[0]) for r in rows]
+        if tamper == "wrong":
+            rows[1][0] = rows[1][0] + 1.0
+            digests[1] = int(h.digests([rows[1]])[0])  # hashed as it is: only the check sees it
+        elif tamper == "late":
+            rows[2][0] = rows[2][0].clone()
+            rows[2][0].view(torch.int16)[0, 0] += 1  # one ulp after the hash was replied
+        folder = "f" + str(tamper)
+        (scratch / folder).mkdir()
+        return coarse._save_all(rows, str(scratch / folder / "outputs.bin")), digests, folder
+
+    for tamper, expect_bad in ((None, []), ("wrong", ["call 17"]), ("late", ["call 20"])):
+        assert wg.expect(state, req, seed, k, calls)["status"] == "OK"
+        saved, digests, folder = outputs(tamper)
+        res = wg.check(state, req, seed, key, k, calls, digests, saved, folder)
+        assert [b.split(":")[0] for b in res["bad"]] == expect_bad, res
+    # inputs drawn per replay: another replay's call at the same place gets other inputs
+    ev = coarse._eval_run(state, req)
+    a, b = wg._drawn(ev, seed, k, [3, 3 + k])
+    assert not torch.equal(a[0], b[0])

@@ -414,9 +414,10 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str) -> Di
 
 
 def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[str, Any]]], folder: str,
-          loaded: Optional[List[List[Any]]] = None) -> Dict[str, Any]:
+          loaded: Optional[List[List[Any]]] = None, labels: Optional[List[int]] = None) -> Dict[str, Any]:
     """Reference runner: apply the definition's check to the outputs the solution's runner saved
-    (copied into `folder`; `loaded`: those outputs already read from it), against the reference's
+    (copied into `folder`; `loaded`: those outputs already read from it; `labels`: the calls'
+    numbers in the messages, else their places), against the reference's
     outputs on the inputs of `seed` (those `inputs` kept; remade, and the reference run, when it
     kept another seed's)."""
     from ..checks import make_checker
@@ -478,7 +479,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
             continue
         res = checker.check_trial(outs, ref_out, pristine, ev.tols) if not bad else None
         bad.append((i, (res.reason if res is not None else "") or "outside the tolerance"))
-    out: Dict[str, Any] = {"status": "OK", "bad": [f"call {i}: {why}" for i, why in sorted(bad)]}
+    out: Dict[str, Any] = {"status": "OK", "bad": [f"call {labels[i] if labels else i}: {why}" for i, why in sorted(bad)]}
     if errs is not None:  # the trace's error figures, measured where the solution cannot reach
         out["max_abs"], out["max_rel"] = float(errs[0]), float(errs[1])
     return out
