@@ -12,7 +12,7 @@ speedup on the H100 (`rewrite_stats_modest`). Here nothing crosses the bus insid
    registered with the graph (a replay draws from the seed set just before it); after the calls a
    keyed hash of every call's output bytes is written (the key is read from device memory), and,
    where the round replays the graph `m` times, the calls' outputs, into row j of a store indexed
-   by a counter on the device. Meanwhile the reference runner makes the inputs of the call the
+   by a counter on the device. Meanwhile the reference runner makes the inputs of the calls the
    supervisor will check (chosen now, with the first round's seed: neither leaves the supervisor
    and the reference runner before the reply) and the reference's outputs on them (`expect`).
 2. **go** (timed by the supervisor, wall clock from the request to the reply), after an untimed
@@ -22,9 +22,10 @@ speedup on the H100 (`rewrite_stats_modest`). Here nothing crosses the bus insid
    arrived, and the reply cannot come before the outputs exist: it holds their hashes under a
    key the runner did not know before. Capturing costs ~0.2 ms a call of the solution's Python,
    a replay nothing on the host: k <= 16 captured, m <= 64 replays, k x m x the claim >= 1 ms.
-3. **save and check** (not timed): the outputs of the chosen call are handed to the reference
-   runner (a hard link), which hashes them with the key against what the runner replied and
-   applies the definition's check against the reference's outputs it made during the capture.
+3. **save and check** (not timed): the outputs of the chosen calls (CHECKED, within CHECK_BYTES)
+   are handed to the reference runner (a hard link), which hashes them with the key against what
+   the runner replied and applies the definition's check against the reference's outputs it made
+   during the capture.
    Wrong outputs, or outputs that do not hash to what the runner replied (made after the reply),
    are `witness_wrong`.
 4. **null**: the same stage and go in the reference runner without the call (the draws, the
