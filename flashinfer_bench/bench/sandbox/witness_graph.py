@@ -578,7 +578,8 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
                   max_bytes // max(1, out_bytes or 1))
     bound = SLACK * lat + ABS_MS + NOISE_MS / n  # until the null is known
     extra = result.setdefault("extra", {})
-    info: Dict[str, Any] = {"clock": "graph_replay", "k": k, "m": m, "bound_ms": round(bound, 5), "bad_calls": 0}
+    info: Dict[str, Any] = {"clock": "graph_replay", "k": k, "m": m, "checked": checked, "bound_ms": round(bound, 5),
+                            "bad_calls": 0}
     extra["witness"] = info
     w = _Round(sup, r, rr, request, timeout)
     pick = random.SystemRandom()
