@@ -48,6 +48,7 @@ def main() -> int:
     from flashinfer_bench.bench.client import request_for
     from flashinfer_bench.bench.config import EvalConfig
     from flashinfer_bench.bench.evaluate import EvalRun, RunnerState
+    from flashinfer_bench.bench import timing
     from flashinfer_bench.bench.loader import build_solution
     from flashinfer_bench.bench.sandbox import witness, witness_graph as wg
     from flashinfer_bench.data import TraceSet
@@ -62,8 +63,9 @@ def main() -> int:
     from flashinfer_bench.bench.sandbox.supervise import LAUNCH_FLOOR_FACTOR
 
     min_kernel = (sol_state.calibration or {}).get("min_kernel_ms") or 0.0
+    again = timing.min_kernel_ms(sol_state.sampler, dev) or 0.0
     print(f"min kernel (1-element add, the runner's calibration): {min_kernel * 1e3:.2f} us "
-          f"(again here: {_min_kernel_us(sol_state):.2f} us); empty event pair {sol_state.event_overhead_ms * 1e3:.2f} us")
+          f"(again here: {again * 1e3:.2f} us); empty event pair {sol_state.event_overhead_ms * 1e3:.2f} us")
     prof = cProfile.Profile()
     print("| solution | workload | claim us | k x m | est us | est/claim | bound us | 3.5x forged bound us | "
           "capture ms | go ms (med) | null go ms | expect ms | save ms | check ms |")
@@ -156,19 +158,6 @@ def main() -> int:
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
-
-
-def _min_kernel_us(state) -> float:
-    """The runner's own timing of the smallest kernel there is: what any call of one kernel costs at least."""
-    import torch
-
-    x = torch.zeros(1, device=state.device)
-    samples = []
-    for _ in range(60):
-        ms, _, valid = state.sampler.run(lambda: x.add_(1), lambda: (), None)
-        if valid:
-            samples.append(ms)
-    return statistics.median(samples) * 1e3 if samples else float("nan")
 
 
 if __name__ == "__main__":

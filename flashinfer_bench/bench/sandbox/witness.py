@@ -331,18 +331,23 @@ def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) 
     reference's outputs on them, kept for the check (which then only compares). The supervisor
     asks for the first round's while the solution's runner evaluates (`prestage`): then neither
     the inputs nor the reference are on the witness's path."""
-    from ..checks import make_checker
-
     ev = _eval_run(state, request)
     made = [_make(ev, seed, i) for i in range(k)]
     saved = _save_all(made, os.path.join(_folder(folder), "inputs.bin"))
     state._witness_made = None
-    refs = None
-    if make_checker(ev.check_spec, ev.definition).compares_to_reference:
-        ref = state.reference(ev.definition)
-        refs = [ev._call_reference(ref, m) for m in made]  # on copies: `made` stays pristine for the check
-    state._witness_made = (seed, made, saved, refs)  # only files leave this process
+    state._witness_made = (seed, made, saved, reference_outputs(state, ev, made))  # only files leave this process
     return {"status": "OK", "inputs": saved}
+
+
+def reference_outputs(state: Any, ev: Any, made: List[List[Any]]) -> Optional[List[Any]]:
+    """The reference's outputs on each input set of `made` (on copies: `made` stays pristine for
+    the check), or None where the definition's check does not compare to the reference."""
+    from ..checks import make_checker
+
+    if not make_checker(ev.check_spec, ev.definition).compares_to_reference:
+        return None
+    ref = state.reference(ev.definition)
+    return [ev._call_reference(ref, m) for m in made]
 
 
 def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
@@ -767,6 +772,24 @@ def _flag(result: Dict[str, Any], flag: str, note: str, suspect: bool = True) ->
         extra["suspect"] = True
 
 
+def null_cache_key(ref_request: Dict[str, Any], *round_shape: Any) -> str:
+    """The key of a null round's time: the workload as the reference runner gets it and what
+    shapes the round (calls, clock, kind of round)."""
+    return hashlib.sha256(json.dumps([ref_request.get("definition"), ref_request.get("workload"),
+                                      (ref_request.get("config") or {}).get("inputs"), *round_shape],
+                                     sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cached_null_of(sup: Any, key: str) -> Optional[Any]:
+    """A null round's time the worker measured within NULL_TTL_S (None: measure it)."""
+    hit = sup.__dict__.setdefault("_witness_null", {}).get(key)
+    return hit[1] if hit is not None and time.monotonic() - hit[0] < NULL_TTL_S else None
+
+
+def keep_null(sup: Any, key: str, value: Any) -> None:
+    sup.__dict__.setdefault("_witness_null", {})[key] = (time.monotonic(), value)
+
+
 def merge_errors(errors: Dict[str, float], verdict: Dict[str, Any]) -> None:
     """Raise `errors` (max abs, max rel) to the figures a reference runner's check reported."""
     for key in ("max_abs", "max_rel"):
@@ -1035,11 +1058,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     slack, abs_ms = (SLACK, ABS_MS) if device == "cpu" else (SLACK_GPU, ABS_MS_GPU)
     clock = 1 if cpu else 0
     w = _Witness(sup, r, rr, request, k, cpu, timeout, max_bytes, device)
-    null_key = hashlib.sha256(json.dumps([w.ref_request.get("definition"), w.ref_request.get("workload"),
-                                          cfg.get("inputs"), k, cpu], sort_keys=True, default=str).encode()).hexdigest()
-    null_cache = sup.__dict__.setdefault("_witness_null", {})
-    hit = null_cache.get(null_key)
-    cached_null = hit[1] if hit is not None and time.monotonic() - hit[0] < NULL_TTL_S else None
+    null_key = null_cache_key(w.ref_request, k, cpu)
+    cached_null = cached_null_of(sup, null_key)
 
     def par() -> float:
         # the parallelism the solution showed in its rounds (CPU time over wall time: a solution
@@ -1085,7 +1105,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             return
         return _flag(result, e.kind, e.why, False)
     if w.nulls and cached_null is None:
-        null_cache[null_key] = (time.monotonic(), (min(n[0] for n in w.nulls), min(n[1] for n in w.nulls)))
+        keep_null(sup, null_key, (min(n[0] for n in w.nulls), min(n[1] for n in w.nulls)))
     null = null_per_call() if w.costs else None
     est = estimate() if w.costs else None
     extra["witness"] = {"calls": len(w.costs) * k, "k": k, "clock": "cgroup_cpu" if cpu else "wall",

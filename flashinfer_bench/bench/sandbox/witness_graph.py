@@ -43,8 +43,6 @@ Runner side (`stage`, `touch`, `go`, `save`, `check`) imports torch; the supervi
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import random
@@ -401,16 +399,10 @@ def expect(state: Any, request: Dict[str, Any], seed: int, k: int, calls: List[i
     """Reference runner, while the solution's runner captures (not timed): the inputs of the
     calls the supervisor will check and the reference's outputs on them, kept for `check`. The
     seed and the calls go to no other process before the solution's reply."""
-    from ..checks import make_checker
-
     state._witness_graph = None  # the null round's capture: no longer needed here
     ev = coarse._eval_run(state, request)
     made = _drawn(ev, int(seed), int(k), [int(c) for c in calls])
-    refs = None
-    if make_checker(ev.check_spec, ev.definition).compares_to_reference:
-        ref = state.reference(ev.definition)
-        refs = [ev._call_reference(ref, x) for x in made]  # on copies: `made` stays pristine for the check
-    state._witness_expect = (int(seed), int(k), [int(c) for c in calls], made, refs)
+    state._witness_expect = (int(seed), int(k), [int(c) for c in calls], made, coarse.reference_outputs(state, ev, made))
     return {"status": "OK"}
 
 
@@ -504,13 +496,10 @@ class _Round:
     def null_ms(self, k: int, m: int) -> float:
         """The null round's wall time in the reference runner (the fastest of NULL_ROUNDS),
         cached per workload for the coarse null's time."""
-        key = "graph:" + hashlib.sha256(json.dumps([self.ref_request.get("definition"), self.ref_request.get("workload"),
-                                                    (self.ref_request.get("config") or {}).get("inputs"), k, m],
-                                                   sort_keys=True, default=str).encode()).hexdigest()
-        cache = self.sup.__dict__.setdefault("_witness_null", {})
-        hit = cache.get(key)
-        if hit is not None and time.monotonic() - hit[0] < coarse.NULL_TTL_S:
-            return hit[1]
+        key = coarse.null_cache_key(self.ref_request, "graph", k, m)
+        hit = coarse.cached_null_of(self.sup, key)
+        if hit is not None:
+            return hit
         rr = self.rr
         self.ask("null", rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"}, "unwitnessed")
         res, _ = self.ask("null", rr, {"type": "witness_graph_stage", "k": k, "m": m}, "unwitnessed")
@@ -519,7 +508,7 @@ class _Round:
         if not res.get("graph"):
             raise _Fail("unwitnessed", "the reference runner could not capture the null round: " + str(res.get("why", ""))[-300:])
         walls = [self.timed(rr, 1 + n, 1, "unwitnessed", "null", touch=n == 0)[1] for n in range(NULL_ROUNDS)]
-        cache[key] = (time.monotonic(), min(walls))
+        coarse.keep_null(self.sup, key, min(walls))
         return min(walls)
 
     def expect(self, seed: int, k: int, calls: List[int]) -> coarse.Pending:
