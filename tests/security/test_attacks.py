@@ -171,9 +171,13 @@ def test_fork_bomb_is_bounded_and_cleaned_up(lab: Lab, unchanged) -> None:
 def test_background_thread_still_working(lab: Lab, unchanged) -> None:
     t = lab.run("background_thread")
     ev = t.evaluation
-    assert ev.status.value == "PASSED", ev.log  # its outputs are right ...
-    assert "background_work" in flags(t) and ev.correctness.extra["suspect"] is True  # ... but flagged
-    assert "keeps-working" in " ".join(ev.correctness.extra.get("notes", []))
+    if ev.status.value != "PASSED":
+        # the thread's CPU time is the solution's: where the witness's rounds saw it over the
+        # bound (a busy 2-core machine), the timing is disputed, never PASSED unflagged
+        assert ev.status.value == "RUNTIME_ERROR" and "timing_disputed" in ev.log, ev.log
+    else:  # its outputs are right, but it is flagged
+        assert "background_work" in flags(t) and ev.correctness.extra["suspect"] is True
+        assert "keeps-working" in " ".join(ev.correctness.extra.get("notes", []))
     _assert_next_is_fine(lab)
     unchanged()
 
