@@ -202,6 +202,57 @@ def cpu_ns(usage_file: Optional[str]) -> Optional[int]:
         return None
 
 
+def _running_threads(usage_file: str) -> Optional[int]:
+    """How many threads of the group `usage_file` belongs to are running or runnable (state R),
+    None where its thread list cannot be read."""
+    folder = os.path.dirname(usage_file)
+    for name in ("cgroup.threads", "tasks"):  # v2, v1
+        try:
+            with open(os.path.join(folder, name)) as f:
+                tids = f.read().split()
+            break
+        except OSError:
+            continue
+    else:
+        return None
+    n = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue  # exited: its time is in the group's total already
+        # the state follows the command name, which is in parentheses and may hold anything
+        if stat[stat.rfind(b")") + 2: stat.rfind(b")") + 3] == b"R":
+            n += 1
+    return n
+
+
+# how long a reading waits for a group's threads to leave the CPU: a little over one tick at
+# HZ=250 (what the kernels here run), so that a thread still on a CPU after a reply has had its
+# time up to the reply counted by a tick meanwhile; FIB_WITNESS_SETTLE_MS for kernels of HZ=100
+SETTLE_S = float(os.environ.get("FIB_WITNESS_SETTLE_MS", "5")) / 1e3
+
+
+def settled_cpu_ns(usage_file: Optional[str], wait_s: float = SETTLE_S) -> Optional[int]:
+    """`cpu_ns`, read once no thread of the group is running or runnable (waiting up to
+    `wait_s`). The kernel adds a running thread's time to its group only at a tick (4 ms at
+    HZ=250) or when it leaves the CPU: read while a thread runs, the total can lack up to a
+    tick of its work (measured here: the usage of a busy group moves in 4 ms steps, whatever
+    else reads the thread's clock first; a runner burning 6 ms after its reply was read with
+    none of it, tests/security/test_sandbox_units.py). A runner still unmapping a round's 16 MiB
+    of inputs after its reply could have its call left out of the supervisor's reading, and a
+    100x forgery passed in CI. Past `wait_s` (a solution's busy thread; on a loaded machine a
+    thread waiting for a CPU, whose time is counted already) the group is read as it stands: a
+    tick has counted what ran before the wait began."""
+    if not usage_file:
+        return None
+    end = time.monotonic() + wait_s
+    while (_running_threads(usage_file) or 0) > 0 and time.monotonic() < end:
+        time.sleep(0.0005)
+    return cpu_ns(usage_file)
+
+
 def leave_and_remove(group: Optional[Path]) -> None:
     """Move this process back to the parent group and remove `group` (call when it is empty)."""
     if group is None:

@@ -24,10 +24,11 @@ PASSED, the supervisor checks the two claims that matter with what it observes f
    did, nothing could be computed earlier (the inputs did not exist), and parallel threads or
    children add their CPU time. The same request to the reference runner with a null call
    measures the harness's share (mapping inputs, saving outputs): where a round's raw time per
-   call is already within the bound it passes without it, else it is subtracted. The first
-   round counts alone; after it, the second fastest of up to `MAX_ROUNDS` rounds (one low
-   reading among many tries must not pass a forgery: `witnessed_per_call`). Every round's
-   outputs are checked. Mapping instead of reading keeps that share small when the inputs are
+   call is already within the bound it passes without it, else it is subtracted and the fastest
+   of up to `MAX_ROUNDS` rounds counts (a round within the bound ends it; every round's
+   outputs are checked). Both CPU readings of a request wait until no thread of the runner is
+   on a CPU (`cgroup.settled_cpu_ns`: a running thread's time reaches its group only at a
+   tick), and the null is the fastest of `NULL_CALLS`. Mapping instead of reading keeps that share small when the inputs are
    large, so a large weight no longer hides a forged latency (tests/security/test_large_inputs.py).
 
 The result stands when every output checks and the witnessed time per call is at most
@@ -62,8 +63,8 @@ K_CALLS = int(os.environ.get("FIB_WITNESS_CALLS", "8"))  # calls per round
 # GPU: a call costs the witness ~1 ms to make its inputs and ~1 ms to check it, whatever the
 # kernel (the H200, anchor dataset: 8 calls were 32-38 ms, 9% of a job); 4 halve that
 K_CALLS_GPU = int(os.environ.get("FIB_WITNESS_CALLS_GPU", "4"))
-# a first round within the bound ends the witness, later two rounds within it, so an honest
-# solution usually costs one round and a disputed one up to this many
+# the fastest round counts; a round within the bound ends the witness, so an honest solution
+# usually costs one round and a disputed one up to this many
 MAX_ROUNDS = int(os.environ.get("FIB_WITNESS_ROUNDS", "8"))
 SLACK = 2.0  # CPU: CPU time in a VM shared with other jobs still varies by ~2x, 0.1 ms per call
 ABS_MS = 0.15
@@ -542,12 +543,15 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
     `before_send()` runs after the first CPU reading (it hands the runner its inputs),
     `after_reply()` before the last (it takes the outputs away: work the runner does on them
     until then is counted)."""
-    from ...sandbox.cgroup import cpu_ns
+    from ...sandbox.cgroup import settled_cpu_ns
     from ..protocol import ConnectionClosed, recv_msg, send_msg
 
     nonce = os.urandom(8).hex()
     usage = _usage_file(handle) if cpu else None
-    c0 = cpu_ns(usage)
+    # both readings once no thread of the runner is on a CPU: a running thread's time reaches
+    # its group only at the next tick, so a reading taken while the runner was still cleaning up
+    # after its reply could lack the whole call (settled_cpu_ns)
+    c0 = settled_cpu_ns(usage)
     try:
         if before_send is not None:
             before_send()
@@ -565,7 +569,7 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
             after_reply()
         except OSError as e:
             late = f"{type(e).__name__}: {e}"
-    c1 = cpu_ns(usage)
+    c1 = settled_cpu_ns(usage)
     ms = (wall, (c1 - c0) / 1e6 if c0 is not None and c1 is not None else wall)
     result, why = _accept(handle, nonce, reply)
     if result is None:
@@ -797,17 +801,13 @@ def keep_null(sup: Any, key: str, value: Any) -> None:
 
 
 def witnessed_per_call(round_ms: List[float], k: int, null_per_call: Optional[float]) -> float:
-    """The time per call the rounds witnessed: the fastest round, or once there are several the
-    second fastest (a round's reading can come out low: the cgroup's CPU time is brought up to
-    date at the kernel's tick or a context switch, so a thread still running when it is read
-    leaves out up to a tick of its work, and it shows up in the next reading; with up to
-    MAX_ROUNDS tries one low reading passed a 100x forgery under CI's load, two need not),
-    per call, minus the fastest null call's share once one is known. On a CPU in the cgroup's
-    CPU time (immune to other load on the machine), on a GPU in wall time. Without the null the
-    harness's share is still in: a round within the bound so passes, and the null could only
-    lower it."""
-    ranked = sorted(round_ms)
-    return ranked[min(1, len(ranked) - 1)] / k - (null_per_call if null_per_call is not None else 0.0)
+    """The time per call the rounds witnessed: the fastest round per call, minus the fastest
+    null call's share once one is known. On a CPU in the cgroup's CPU time (immune to other load
+    on the machine; read once the runner's threads are off the CPU, `_exchange`), on a GPU in
+    wall time. The fastest, not a later one: a kernel whose cost depends on its inputs (the
+    example's fp8 MoE) is judged by its cheaper draws. Without the null the harness's share is
+    still in: a round within the bound so passes, and the null could only lower it."""
+    return min(round_ms) / k - (null_per_call if null_per_call is not None else 0.0)
 
 
 def merge_errors(errors: Dict[str, float], verdict: Dict[str, Any]) -> None:
@@ -1103,11 +1103,10 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
 
     pre = sup.__dict__.pop("_witness_prestaged", None)
     try:
-        # fewer calls a round, more rounds: the fastest rounds count, and a call's cost can
+        # fewer calls a round, more rounds: the fastest round counts, and a call's cost can
         # depend on its inputs (the example's fp8 MoE at one token returns at once when no local
         # expert is routed to, ~half of fresh inputs, and takes 250x longer otherwise)
-        # a first round within the bound ends it, later the second within it; rounds over it
-        # never end it while rounds remain
+        # a round within the bound ends it; one above it is never the last while rounds remain
         # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
         for i in range(MAX_ROUNDS):
             # the null call (cheap: the same inputs file) only where the raw time does not pass
