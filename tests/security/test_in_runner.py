@@ -9,7 +9,7 @@ evaluated after it keeps its status and latency, and nothing outside scratch cha
 
 The attacks' honest computation is made to cost ~3 ms a call (`COST` repeats), small data: the
 witness resolves that from outside even on this shared 2-core VM, where its resolution is about
-2x + 0.15 ms per call and worse for data-heavy calls (see docs/security.md).
+2x + 0.25 ms per call and worse for data-heavy calls (see docs/security.md).
 `FIB_TEST_SHOW_ATTACKS=1` also runs every attack against a worker with the witness off and
 checks that it did work there (the "before" column of benchmarks/measured/2026-11-23-attacks.md).
 """

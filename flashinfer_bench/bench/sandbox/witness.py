@@ -67,7 +67,11 @@ K_CALLS_GPU = int(os.environ.get("FIB_WITNESS_CALLS_GPU", "4"))
 # usually costs one round and a disputed one up to this many
 MAX_ROUNDS = int(os.environ.get("FIB_WITNESS_ROUNDS", "8"))
 SLACK = 2.0  # CPU: CPU time in a VM shared with other jobs still varies by ~2x, 0.1 ms per call
-ABS_MS = 0.15
+# CPU: per call, for the harness's share of a call differing between the two runners and the
+# machine's load between the claim and the witness: honest ~70-120 us calls under load needed up to
+# ~0.15 ms of it in probes here and an honest 77 us call of the pipeline tests 0.21 ms while the
+# whole suite ran (session 14); a forgery of a call under ~0.3 ms is inside the resolution anyway
+ABS_MS = 0.25
 SLACK_GPU = 3.0  # wide, and a dispute only flags there (FIB_WITNESS_GPU)
 ABS_MS_GPU = 0.05
 # GPU: the harness's share of a call (handing a call's inputs to the device and its outputs back:
@@ -1114,6 +1118,14 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None)
             if w.bad or estimate() <= bound():
                 break
+        if device == "cpu" and cached_null is not None and not w.bad and estimate() > bound():
+            # the null kept from an earlier job was measured under that moment's load (CPU time
+            # of the same work grows with a busy sibling core): before a dispute, the harness's
+            # share is measured again now, beside one more round (an honest 77 us call of the
+            # pipeline tests was disputed at 360 us a call while the whole suite ran; whether its
+            # null was a kept one is not known)
+            cached_null = None
+            w.round(with_null=lambda: True)
     except _Abort as e:
         if e.kind == "failed":
             _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did "

@@ -4,7 +4,7 @@ Tries: compute honestly with one fused RMSNorm (tens of microseconds on a CPU fo
 workload, whatever `COST` says), and divide the finished statistics by 20. Expect: not PASSED
 with a gain. Today it is PASSED with one in some runs on the 2-core CPU VM (disputed in others):
 the CPU witness allows a call
-0.15 ms beside twice its claim, and the harness's own share of a cheap call (~80-130 us, measured
+0.25 ms beside twice its claim, and the harness's own share of a cheap call (~80-130 us, measured
 again for the null) varies by more than the call costs (docs/security.md, "The witness's
 resolution"). On a GPU the device-time round disputes it where the call is ~10-20 us or more.
 """
