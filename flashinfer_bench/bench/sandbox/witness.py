@@ -18,7 +18,8 @@ PASSED, the supervisor checks the two claims that matter with what it observes f
    after it answers), so an honest solution's witness is one timed exchange and one comparison.
 2. **Time.** The supervisor measures each of those requests to the solution's runner from outside:
    on a CPU the CPU time its cgroup used (every thread and process of the runner, exited ones
-   included; unaffected by other load on the machine) from before the inputs exist in its scratch
+   included; far less affected by other load on the machine than wall time, not immune: a busy
+   sibling core slows the same work) from before the inputs exist in its scratch
    until its outputs have been copied out of it, on a GPU the wall time from sending the request
    to receiving the reply. Nothing the runner does can make that shorter than the work it really
    did, nothing could be computed earlier (the inputs did not exist), and parallel threads or
@@ -806,7 +807,7 @@ def keep_null(sup: Any, key: str, value: Any) -> None:
 
 def witnessed_per_call(round_ms: List[float], k: int, null_per_call: Optional[float]) -> float:
     """The time per call the rounds witnessed: the fastest round per call, minus the fastest
-    null call's share once one is known. On a CPU in the cgroup's CPU time (immune to other load
+    null call's share once one is known. On a CPU in the cgroup's CPU time (less affected by load
     on the machine; read once the runner's threads are off the CPU, `_exchange`), on a GPU in
     wall time. The fastest, not a later one: a kernel whose cost depends on its inputs (the
     example's fp8 MoE) is judged by its cheaper draws. Without the null the harness's share is
