@@ -29,8 +29,9 @@ PASSED, the supervisor checks the two claims that matter with what it observes f
    of up to `MAX_ROUNDS` rounds counts (a round within the bound ends it; every round's
    outputs are checked). Both CPU readings of a request wait until no thread of the runner is
    on a CPU (`cgroup.settled_cpu_ns`: a running thread's time reaches its group only at a
-   tick), and the null is the fastest of `NULL_CALLS`. Mapping instead of reading keeps that share small when the inputs are
-   large, so a large weight no longer hides a forged latency (tests/security/test_large_inputs.py).
+   tick), and the null is the fastest of `NULL_CALLS`. Mapping instead of reading keeps that
+   share small when the inputs are large, so a large weight no longer hides a forged latency
+   (tests/security/test_large_inputs.py).
 
 The result stands when every output checks and the witnessed time per call is at most
 `SLACK` x the claimed latency + `ABS_MS` (on a GPU the claim is device time: the host time per
