@@ -46,6 +46,7 @@ STOPPED_BY: Dict[str, str] = {
     "late_outputs": "timing_disputed",  # on a CPU: its statistics /3.5 (the graph round it rewrites is the GPU's)
     "patch_and_restore": "timing_disputed",
     "regenerate_timed_inputs": "timing_disputed",
+    "spin_after_reply": "timing_disputed",  # its runner stays on the CPU after each reply (the clock's lag)
     "dunder_invert": "timer_patched",
     "shadow_tensor_method": "timer_patched",
     "inflate_reference": "reference_tampered",
