@@ -202,9 +202,9 @@ def cpu_ns(usage_file: Optional[str]) -> Optional[int]:
         return None
 
 
-def _running_threads(usage_file: str) -> Optional[int]:
-    """How many threads of the group `usage_file` belongs to are running or runnable (state R),
-    None where its thread list cannot be read."""
+def _any_running(usage_file: str) -> bool:
+    """Whether a thread of the group `usage_file` belongs to is running or runnable (state R);
+    False where its thread list cannot be read. Polled: stops at the first one."""
     folder = os.path.dirname(usage_file)
     for name in ("cgroup.threads", "tasks"):  # v2, v1
         try:
@@ -214,8 +214,7 @@ def _running_threads(usage_file: str) -> Optional[int]:
         except OSError:
             continue
     else:
-        return None
-    n = 0
+        return False
     for tid in tids:
         try:
             with open(f"/proc/{tid}/stat", "rb") as f:
@@ -223,9 +222,10 @@ def _running_threads(usage_file: str) -> Optional[int]:
         except OSError:
             continue  # exited: its time is in the group's total already
         # the state follows the command name, which is in parentheses and may hold anything
-        if stat[stat.rfind(b")") + 2: stat.rfind(b")") + 3] == b"R":
-            n += 1
-    return n
+        at = stat.rfind(b")") + 2
+        if stat[at:at + 1] == b"R":
+            return True
+    return False
 
 
 # how long a reading waits for a group's threads to leave the CPU: a little over one tick at
@@ -240,15 +240,15 @@ def settled_cpu_ns(usage_file: Optional[str], wait_s: float = SETTLE_S) -> Optio
     HZ=250) or when it leaves the CPU: read while a thread runs, the total can lack up to a
     tick of its work (measured here: the usage of a busy group moves in 4 ms steps, whatever
     else reads the thread's clock first; a runner burning 6 ms after its reply was read with
-    none of it, tests/security/test_sandbox_units.py). A runner still unmapping a round's 16 MiB
-    of inputs after its reply could have its call left out of the supervisor's reading, and a
-    100x forgery passed in CI. Past `wait_s` (a solution's busy thread; on a loaded machine a
+    none of it, tests/security/test_sandbox_units.py). A runner still busy after its reply (with
+    a round's 16 MiB of inputs to unmap, say) could so have its call left out of the reading: one
+    of the two ways a 100x forgery could have passed once in CI. Past `wait_s` (a solution's busy thread; on a loaded machine a
     thread waiting for a CPU, whose time is counted already) the group is read as it stands: a
     tick has counted what ran before the wait began."""
     if not usage_file:
         return None
     end = time.monotonic() + wait_s
-    while (_running_threads(usage_file) or 0) > 0 and time.monotonic() < end:
+    while _any_running(usage_file) and time.monotonic() < end:
         time.sleep(0.0005)
     return cpu_ns(usage_file)
 

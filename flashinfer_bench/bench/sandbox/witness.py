@@ -847,7 +847,7 @@ class Pending:
     def __init__(self, handle: Any, msg: Dict[str, Any], timeout: float) -> None:
         from ..protocol import send_msg
 
-        self.rr, self.timeout, self.nonce = handle, timeout, os.urandom(8).hex()
+        self.handle, self.timeout, self.nonce = handle, timeout, os.urandom(8).hex()
         self.result: Optional[Dict[str, Any]] = None
         self.why = ""
         self.sent = False
@@ -865,7 +865,7 @@ class Pending:
         if self._pending:
             self._pending = False
             try:
-                self.result, self.why = _accept(self.rr, self.nonce, recv_msg(self.rr.sock, timeout=self.timeout))
+                self.result, self.why = _accept(self.handle, self.nonce, recv_msg(self.handle.sock, timeout=self.timeout))
             except TimeoutError:
                 self.why = "timeout"
             except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
@@ -974,7 +974,7 @@ class _Witness:
         self.parts["inputs"] = (time.perf_counter() - t) * 1e3  # waiting for it, if at all
         res = pre.result
         rows = res.get("inputs") if isinstance(res, dict) and res.get("status") == "OK" else None
-        if pre.rr is not self.rr or not isinstance(rows, list) or len(rows) < self.k:
+        if pre.handle is not self.rr or not isinstance(rows, list) or len(rows) < self.k:
             pre.folder.remove()
             return None, 0, None
         rows = rows[: self.k]
