@@ -45,7 +45,7 @@ for s in "$@"; do
     gputests-focus) step gputests-focus 200 python3 -m pytest -m gpu -v -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "timer_patch or physical_floor or jit_compiled" ;;
     gputests-files) for f in tests/bench/test_gpu.py tests/apply/test_gpu.py tests/compile tests/security; do
         step "gpu-$(echo ${f%.py} | tr / _)" 200 python3 -m pytest -m gpu -q -rfE --tb=short --durations=8 -p no:cacheprovider $f; done ;;
-    gputests-bench) step gpu-bench 240 python3 -m pytest -m gpu -q -rfE --tb=short --durations=5 -p no:cacheprovider tests/bench/test_gpu.py tests/compile/test_zygote.py ;;
+    gputests-bench) step gpu-bench "${GPU_BENCH_TIMEOUT:-360}" python3 -m pytest -m gpu -q -rfE --tb=short --durations=5 -p no:cacheprovider tests/bench/test_gpu.py tests/compile/test_zygote.py ;;
     startup) step startup 120 python3 benchmarks/startup_profile.py --dataset shared/anchor-dataset --device cuda ;;
     compile) step compile 300 python3 benchmarks/compile_gpu_check.py ;;
     anchor) step anchor 120 python3 benchmarks/anchor_vs_ncu.py --dataset shared/anchor-dataset --max-time-s 0.35 ;;

@@ -2,6 +2,8 @@
 are flagged, and the dataset and project stay unchanged (run with `pytest -m gpu tests/security`)."""
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Iterator
 
@@ -119,7 +121,8 @@ def test_a_solution_wrong_only_when_witnessed_on_the_gpu(gpu_lab: Lab) -> None:
     t = gpu_lab.run("wrong_when_witnessed")
     ev = t.evaluation
     assert ev.status.value == "INCORRECT_NUMERICAL", ev.log[:3000]
-    assert "witness_wrong" in ev.log and "call 0:" in ev.log, ev.log[:3000]
+    # which calls are checked is drawn after they return: any of them may be the one named
+    assert "witness_wrong" in ev.log and re.search(r"call \d+: output 'out'", ev.log), ev.log[:3000]
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 
