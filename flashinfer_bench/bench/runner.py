@@ -134,7 +134,8 @@ def main(argv: Optional[list] = None) -> int:
                 elif kind == "witness":
                     result = witness.run(state, msg["inputs"], str(msg["folder"]))
                 elif kind == "witness_check":
-                    result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]))
+                    result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
+                                           places=msg.get("places"))
                 elif kind == "witness_graph_stage":
                     result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)))
                 elif kind == "witness_graph_touch":

@@ -43,6 +43,7 @@ STOPPED_BY: Dict[str, str] = {
     "ctypes_perf_counter": "timing_disputed",
     "rewrite_stats": "timing_disputed",
     "rewrite_stats_modest": "timing_disputed",
+    "rewrite_stats_cheap": "timing_disputed",  # one ~40 us RMSNorm a call (its COST is ignored) forged 20x
     "late_outputs": "timing_disputed",  # on a CPU: its statistics /3.5 (the graph round it rewrites is the GPU's)
     "patch_and_restore": "timing_disputed",
     "regenerate_timed_inputs": "timing_disputed",
@@ -53,6 +54,7 @@ STOPPED_BY: Dict[str, str] = {
     "scratch_fill_rewrite_stats": "witness_failed",
     "witness_bad_outputs": "witness_wrong",
     "wrong_when_witnessed": "witness_wrong",
+    "skip_witnessed_calls": "witness_wrong",  # zeros in 2 of 3 witness calls: 16 of a cheap round's 64 checked
     "tamper_witness_inputs": "witness_failed",  # on a CPU the file is its own copy: truncated under its mapping, its calls die
 }
 

@@ -291,6 +291,38 @@ def test_the_witness_judges_by_its_fastest_round_less_the_harness_share() -> Non
     assert witnessed_per_call([8.0, 4.0], 4, None) == 1.0  # per call: a round of k calls
 
 
+def test_a_cpu_round_counts_less_the_null_measured_beside_it_and_a_cheap_call_needs_two() -> None:
+    """CPU: each round less its own null; a round with its share still in (no null) counts as it
+    is; with many calls a round the second fastest paired round counts (the luckiest reading of
+    several is the forger's pick), so one low reading among high ones does not pass."""
+    import math
+
+    from flashinfer_bench.bench.sandbox.witness import paired_per_call
+
+    assert paired_per_call([(16.0, None)], 64) == 0.25  # raw: the share still in
+    assert paired_per_call([(16.0, 6.0), (10.0, 8.0)], 64) == 2.0 / 64  # the fastest, each less its own null
+    # two needed: the low second round alone does not pass; until a second, nothing passes
+    assert paired_per_call([(16.0, 6.0), (10.0, 8.0)], 64, need=2) == 10.0 / 64
+    assert math.isinf(paired_per_call([(10.0, 8.0)], 64, need=2))
+    assert paired_per_call([(10.0, 8.0), (12.8, None)], 64, need=2) == 0.2  # a raw round within reach
+
+
+def test_a_cheap_cpu_call_gets_a_long_round_and_the_round_s_allowance() -> None:
+    """The harness's share that the CPU allowance covers is mostly the round's: a cheap claim gets
+    up to 64 calls (ROUND_MS of claimed time) and the allowance of a round of 8 spread over them;
+    a slow claim keeps a few calls and 0.25 ms each."""
+    from flashinfer_bench.bench.sandbox.witness import ABS_MS, _k_for, cpu_allowance_ms
+
+    from tests.bench.conftest import rms_definition, rms_workload
+
+    request = {"definition": rms_definition().model_dump(mode="json"), "workload": rms_workload(16).model_dump(mode="json")}
+    assert _k_for(request, 0.005, "cpu", 512 << 20) == 64
+    assert _k_for(request, 2.0, "cpu", 512 << 20) == 5  # 10 ms of claimed time
+    assert _k_for(request, None, "cpu", 512 << 20) == 8
+    assert _k_for(request, 0.005, "cuda", 48 << 20) == 4  # the GPU's coarse round is unchanged
+    assert cpu_allowance_ms(64) == ABS_MS / 8 and cpu_allowance_ms(5) == ABS_MS
+
+
 # a process that, for each byte it reads, burns ~3 ms of CPU, answers, then burns ~6 ms more
 # (a runner still cleaning up after its reply), then waits for the next byte
 _AFTER_REPLY = """
@@ -353,3 +385,16 @@ def test_the_witness_reads_a_runner_s_cpu_time_once_its_threads_are_off_the_cpu(
         child.wait()
         time.sleep(0.05)
         group.rmdir()
+
+
+def test_a_long_cpu_round_checks_calls_drawn_after_they_returned() -> None:
+    """Checking is most of a cheap call's witness: a CPU round of more than 16 calls has 16 of
+    them checked, a different draw each round; shorter rounds and a GPU's coarse round all."""
+    from flashinfer_bench.bench.sandbox.witness import CHECKED_CPU, _checked_places
+
+    draws = {tuple(_checked_places(64, "cpu")) for _ in range(20)}
+    assert len(draws) > 1
+    for d in draws:
+        assert len(d) == CHECKED_CPU == 16 and list(d) == sorted(set(d)) and 0 <= d[0] and d[-1] < 64
+    assert _checked_places(8, "cpu") == list(range(8))
+    assert _checked_places(64, "cuda") == list(range(64))

@@ -2,11 +2,11 @@
 
 Tries: compute honestly with one fused RMSNorm (tens of microseconds on a CPU for the tests'
 workload, whatever `COST` says), and divide the finished statistics by 20. Expect: not PASSED
-with a gain. Today it is PASSED with one in some runs on the 2-core CPU VM (disputed in others):
-the CPU witness allows a call
-0.25 ms beside twice its claim, and the harness's own share of a cheap call (~80-130 us, measured
-again for the null) varies by more than the call costs (docs/security.md, "The witness's
-resolution"). On a GPU the device-time round disputes it where the call is ~10-20 us or more.
+with a gain. On the CPU it passed in some runs until session 15 (8 calls a round, 0.25 ms a call
+allowed: the harness's share of a round varied by more than the calls cost); a cheap claim's round
+now has 64 calls, each round less a null measured beside it, two such rounds within the bound
+(docs/security.md, "The witness's resolution"). On a GPU the device-time round disputes it where
+the call is ~10-20 us or more, and the launch floor flags it below.
 """
 import sys
 
