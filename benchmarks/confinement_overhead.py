@@ -43,7 +43,9 @@ sys.path.insert(0, str(REPO))
 
 MODES = {"unconfined": {"FIB_SANDBOX": "off"}, "confined": {"FIB_SANDBOX": "auto"},
          # confined, the supervisor's witness off: what the witness adds per job
-         "witness_off": {"FIB_SANDBOX": "auto", "FIB_WITNESS": "off"}}
+         "witness_off": {"FIB_SANDBOX": "auto", "FIB_WITNESS": "off"},
+         # confined and witnessed, the first round's inputs made after the evaluation, not beside it
+         "no_prestage": {"FIB_SANDBOX": "auto", "FIB_WITNESS_PRESTAGE": "off"}}
 
 
 def _q(xs: List[float], q: float) -> float:

@@ -125,6 +125,11 @@ NULL_CALLS = int(os.environ.get("FIB_WITNESS_NULL_CALLS", "2"))
 # CPU: where a round has at least this many calls, PAIRED_PASSES rounds less their nulls must be
 # within the bound (`paired_per_call`); a round within it with its share still in passes at once
 PAIRED_PASSES = 2
+# CPU: a dispute is settled early when CLEAR_AFTER rounds less their nulls were all over
+# CLEAR_FACTOR x the bound (honest solutions came to at most ~1.2x it in session 15's probes; a
+# 20x forgery of a ~40 us call to 2-3x, a 100x forgery of a 3 ms call to ~50x)
+CLEAR_AFTER = 3
+CLEAR_FACTOR = 2.0
 # CPU: at most this many of a round's calls are checked, drawn after the calls returned
 CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "16"))
 PAIRED_PASSES_MIN_CALLS = 32
@@ -991,7 +996,7 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     drops it when no witness follows). Nothing when the witness will not run."""
     settle(sup)
     cfg = request.get("config") or {}
-    if not enabled() or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
+    if not enabled() or not _switched_on("FIB_WITNESS_PRESTAGE") or not (cfg.get("fresh_runner_per_solution", True) and cfg.get("profile_baseline", True)):
         return
     if device != "cpu" and graph_enabled():
         return  # the device-time round judges first; the coarse round, if it must, makes its own inputs
@@ -1268,6 +1273,9 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None)
             if w.bad or estimate() <= bound():
                 break
+            paired = [c[clock] - n for c, n in zip(w.costs, w.round_nulls) if n is not None]
+            if cpu and len(paired) >= CLEAR_AFTER and min(paired) / k > CLEAR_FACTOR * bound():
+                break  # every round so far far over the bound: more rounds would only cost
     except _Abort as e:
         if e.kind == "failed":
             _set_status(result, "RUNTIME_ERROR", f"witness_failed: the supervisor's witness calls of the solution did "
