@@ -440,7 +440,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, key: int, k: int, call
 
 # ----------------------------------------------------------------------------- supervisor side
 def _handover_bytes(runners: List[Any]) -> int:
-    return min([HANDOVER_BYTES] + [f for f in (coarse._file_limit(h) for h in runners) if f is not None])
+    return coarse.file_limited(HANDOVER_BYTES, runners)
 
 
 def _k(claim: float, out_bytes: Optional[int]) -> Tuple[int, int]:
