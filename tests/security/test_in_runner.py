@@ -54,7 +54,7 @@ STOPPED_BY: Dict[str, str] = {
     "scratch_fill_rewrite_stats": "witness_failed",
     "witness_bad_outputs": "witness_wrong",
     "wrong_when_witnessed": "witness_wrong",
-    "skip_witnessed_calls": "witness_wrong",  # zeros in 2 of 3 witness calls: 16 of a cheap round's 64 checked
+    "skip_witnessed_calls": "witness_wrong",  # zeros in 2 of 3 witness calls: 8 of a cheap round's 64 checked
     "tamper_witness_inputs": "witness_failed",  # on a CPU the file is its own copy: truncated under its mapping, its calls die
 }
 

@@ -309,14 +309,16 @@ def test_a_cpu_round_counts_less_the_null_measured_beside_it_and_a_cheap_call_ne
 
 def test_a_cheap_cpu_call_gets_a_long_round_and_the_round_s_allowance() -> None:
     """The harness's share that the CPU allowance covers is mostly the round's: a cheap claim gets
-    up to 64 calls (ROUND_MS of claimed time) and the allowance of a round of 8 spread over them;
-    a slow claim keeps a few calls and 0.25 ms each."""
+    up to 64 calls (5 ms of claimed time) and the allowance of a round of 8 spread over them; a
+    slow claim keeps a few calls (10 ms of claimed time) and 0.25 ms each."""
     from flashinfer_bench.bench.sandbox.witness import ABS_MS, _k_for, cpu_allowance_ms
 
     from tests.bench.conftest import rms_definition, rms_workload
 
     request = {"definition": rms_definition().model_dump(mode="json"), "workload": rms_workload(16).model_dump(mode="json")}
     assert _k_for(request, 0.005, "cpu", 512 << 20) == 64
+    assert _k_for(request, 0.1, "cpu", 512 << 20) == 50
+    assert _k_for(request, 1.0, "cpu", 512 << 20) == 8
     assert _k_for(request, 2.0, "cpu", 512 << 20) == 5  # 10 ms of claimed time
     assert _k_for(request, None, "cpu", 512 << 20) == 8
     assert _k_for(request, 0.005, "cuda", 48 << 20) == 4  # the GPU's coarse round is unchanged
@@ -388,13 +390,14 @@ def test_the_witness_reads_a_runner_s_cpu_time_once_its_threads_are_off_the_cpu(
 
 
 def test_a_long_cpu_round_checks_calls_drawn_after_they_returned() -> None:
-    """Checking is most of a cheap call's witness: a CPU round of more than 16 calls has 16 of
+    """Checking is most of a cheap call's witness: a CPU round of more than 8 calls has 8 of
     them checked, a different draw each round; shorter rounds and a GPU's coarse round all."""
     from flashinfer_bench.bench.sandbox.witness import CHECKED_CPU, _checked_places
 
     draws = {tuple(_checked_places(64, "cpu")) for _ in range(20)}
     assert len(draws) > 1
     for d in draws:
-        assert len(d) == CHECKED_CPU == 16 and list(d) == sorted(set(d)) and 0 <= d[0] and d[-1] < 64
+        assert len(d) == CHECKED_CPU == 8 and list(d) == sorted(set(d)) and 0 <= d[0] and d[-1] < 64
     assert _checked_places(8, "cpu") == list(range(8))
+    assert len(_checked_places(9, "cpu")) == 8
     assert _checked_places(64, "cuda") == list(range(64))

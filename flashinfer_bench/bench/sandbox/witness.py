@@ -66,7 +66,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 K_CALLS = int(os.environ.get("FIB_WITNESS_CALLS", "8"))  # calls per round
-# CPU: a cheap call's round has more calls, up to ROUND_MS of claimed time and this many: most of
+# CPU: a cheap call's round has more calls, up to ROUND_MS_CHEAP of claimed time and this many: most of
 # the harness's share of a round (the request, mapping the inputs, saving the outputs: ~2 ms of CPU
 # time for 8 RMSNorm calls on the 2-core VM, varying by about as much from round to round) is the
 # round's, not the call's, so spread over 64 calls its noise is an eighth of what it is over 8, and
@@ -113,6 +113,7 @@ MAX_BYTES_CPU = 512 << 20
 # of the witness's, ~10% of the job; one call checks 4M elements, and the GPU's bound allows the
 # handover once anyway)
 ROUND_MS = 10.0
+ROUND_MS_CHEAP = 5.0
 ROUND_BYTES = 8 << 20
 NULL_TTL_S = 600.0
 # CPU: the first round is prestaged for a claim this many times faster than the reference
@@ -131,7 +132,7 @@ PAIRED_PASSES = 2
 CLEAR_AFTER = 3
 CLEAR_FACTOR = 2.0
 # CPU: at most this many of a round's calls are checked, drawn after the calls returned
-CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "16"))
+CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
 PAIRED_PASSES_MIN_CALLS = 32
 
 
@@ -858,7 +859,9 @@ def _k_for(request: Dict[str, Any], claim: Optional[float], device: str, max_byt
     if k > 1 and per_call:
         k = min(k, max(1, ROUND_BYTES // per_call))
     if device == "cpu" and k > 1 and claim is not None and claim > 0:
-        k = min(k, max(1, math.ceil(ROUND_MS / claim)))
+        # up to K_CALLS for ROUND_MS of claimed time; beyond that, a cheap call's long round
+        # holds ROUND_MS_CHEAP of it (a 100 us claim: 50 calls; a claim under 78 us: 64)
+        k = min(k, max(min(K_CALLS, math.ceil(ROUND_MS / claim)), math.ceil(ROUND_MS_CHEAP / claim), 1))
     return k
 
 
@@ -1030,13 +1033,13 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
 def _prestage_claim(request: Dict[str, Any], device: str) -> Optional[float]:
     """The claim a prestaged round is made for before the solution claims anything: on a CPU the
     reference's latency over PRESTAGE_SPEEDUP (a cheap call's round has many calls, `_k_for`; a
-    faster claim than this makes its own inputs), at most ROUND_MS x K_CALLS of reference work
-    made beside the evaluation; elsewhere None (K_CALLS)."""
+    faster claim than this makes its own inputs; a round of more than CHECKED_CPU calls has the
+    reference run at the check, for the checked calls only); elsewhere None (K_CALLS)."""
     ref = request.get("reference_stats") or {}
     lat = ref.get("center_ms")
     if device != "cpu" or not isinstance(lat, (int, float)) or not lat > 0:
         return None
-    return max(float(lat) / PRESTAGE_SPEEDUP, ROUND_MS / max(K_CALLS, K_CALLS_CHEAP))
+    return max(float(lat) / PRESTAGE_SPEEDUP, ROUND_MS_CHEAP / max(K_CALLS, K_CALLS_CHEAP))
 
 
 def settle(sup: Any) -> None:
@@ -1053,9 +1056,10 @@ def settle(sup: Any) -> None:
 def _checked_places(k: int, device: str) -> List[int]:
     """The calls of a round the reference runner checks: all of them, or on a CPU CHECKED_CPU of
     a longer round drawn at random once its calls have returned (checking is most of a cheap
-    call's witness: 28 ms of 62 RMSNorm calls of 4096 x 4096 on the 2-core VM). Unchecked calls
-    still cost their CPU time: a solution skipping the work in half of them is caught with
-    probability 1 - 2**-CHECKED_CPU, and one wrong on a few inputs is the runner's trials' to find."""
+    call's witness: 28 ms of 62 RMSNorm calls of 4096 x 4096 on the 2-core VM), as many as the
+    GPU's device-time round checks. A solution skipping the work in half of the calls is caught
+    with probability 1 - 2**-CHECKED_CPU (> 99.6%), and one wrong on a few inputs is the runner's
+    trials' to find."""
     if device != "cpu" or k <= CHECKED_CPU:
         return list(range(k))
     return sorted(random.SystemRandom().sample(range(k), CHECKED_CPU))

@@ -4,8 +4,8 @@ Tries: one RMSNorm a call (tens of microseconds on a CPU, whatever `COST` says);
 supervisor's witness calls (a `witness` module on the call stack) compute only every third call
 and hand back zeros for the others, so a round costs a third of its calls; the statistics divided
 by 3 so that the claim matches the shortened round. A cheap claim's CPU round has 64 calls, of
-which the reference runner checks 16 drawn after the calls returned. Expect: INCORRECT_NUMERICAL
-`witness_wrong` (all 16 would have to land on computed calls: (1/3)^16). On a GPU the device-time
+which the reference runner checks 8 drawn after the calls returned. Expect: INCORRECT_NUMERICAL
+`witness_wrong` (all 8 would have to land on computed calls: (1/3)^8). On a GPU the device-time
 round's calls are captured from witness_graph.py: the same skipping (skip_captured_calls).
 """
 import sys
