@@ -401,3 +401,23 @@ def test_a_long_cpu_round_checks_calls_drawn_after_they_returned() -> None:
     assert _checked_places(8, "cpu") == list(range(8))
     assert len(_checked_places(9, "cpu")) == 8
     assert _checked_places(64, "cuda") == list(range(64))
+
+
+def test_a_round_hands_over_no_more_than_a_runner_may_write_into_one_file() -> None:
+    """A round's inputs (and its outputs) are one file each: both rounds cap their bytes at the
+    smaller of the runners' file-size limits, and a CPU round also at a quarter of a scratch."""
+    from types import SimpleNamespace
+
+    from flashinfer_bench.bench.sandbox import witness, witness_graph
+
+    def runner(fsize=None, scratch=None):
+        confine = {"rlimits": {"fsize": {"soft": fsize}} if fsize else {},
+                   "notes": {"mounts": {"scratch_tmpfs": {"bytes": scratch}} if scratch else {}}}
+        return SimpleNamespace(ready={"confine": confine})
+
+    small, big, free = runner(16 << 20), runner(1 << 30), runner()
+    assert witness_graph._handover_bytes([small, big]) == 16 << 20
+    assert witness_graph._handover_bytes([free, free]) == witness_graph.HANDOVER_BYTES
+    assert witness._round_bytes("cpu", [free, runner(scratch=256 << 20)]) == 64 << 20
+    assert witness._round_bytes("cpu", [small, free]) == 16 << 20
+    assert witness._round_bytes("cuda", [free, free]) == witness.MAX_BYTES
