@@ -30,6 +30,7 @@ from typing import Any, Dict, List
 from ..sandbox import mounts, ns, seccomp
 from ..sandbox import landlock as ll
 from ..sandbox.policy import Settings, allowed_environment, build_ruleset
+from ..sandbox.procfs import task_state
 
 
 def confine_build(work_dir: Path) -> Dict[str, Any]:
@@ -150,12 +151,7 @@ def _children(pid: int) -> List[int]:
         except (OSError, ValueError):
             continue
         for k in kids:
-            try:
-                with open(f"/proc/{k}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                state = "?"  # not readable from here: alive as far as we know
-            if state != "Z":
+            if task_state(k) != "Z":  # None, not readable from here: alive as far as we know
                 out.append(k)
     return out
 

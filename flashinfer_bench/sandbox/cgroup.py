@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from .procfs import task_state
+
 PREFIX = "fib-runner-"
 
 
@@ -215,17 +217,8 @@ def _any_running(usage_file: str) -> bool:
             continue
     else:
         return False
-    for tid in tids:
-        try:
-            with open(f"/proc/{tid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue  # exited: its time is in the group's total already
-        # the state follows the command name, which is in parentheses and may hold anything
-        at = stat.rfind(b")") + 2
-        if stat[at:at + 1] == b"R":
-            return True
-    return False
+    # a thread that exited (no state) has its time in the group's total already
+    return any(task_state(tid) == "R" for tid in tids)
 
 
 # how long a reading waits for a group's threads to leave the CPU: a little over one tick at

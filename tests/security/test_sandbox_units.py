@@ -421,3 +421,25 @@ def test_a_round_hands_over_no_more_than_a_runner_may_write_into_one_file() -> N
     assert witness._round_bytes("cpu", [free, runner(scratch=256 << 20)]) == 64 << 20
     assert witness._round_bytes("cpu", [small, free]) == 16 << 20
     assert witness._round_bytes("cuda", [free, free]) == witness.MAX_BYTES
+
+
+def test_a_task_s_state_is_read_past_a_command_name_that_holds_parentheses() -> None:
+    """The settled CPU reading and the build's leftover sweep read a task's state the same way:
+    after the last ')' of /proc/<tid>/stat, whatever the command name holds."""
+    import os
+    import time
+
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import ctypes, time; ctypes.CDLL(None).prctl(15, b'x) Z (y', 0, 0, 0); time.sleep(30)")])
+    try:
+        time.sleep(0.5)
+        with open(f"/proc/{child.pid}/stat", "rb") as f:
+            assert b"x) Z (y" in f.read()
+        assert task_state(child.pid) == "S"
+        assert task_state(os.getpid()) == "R"
+    finally:
+        child.kill()
+        child.wait()
+    assert task_state(child.pid) is None  # reaped: gone

@@ -536,7 +536,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
     at = [int(p) for p in places] if places is not None else list(range(len(all_outs)))
     if len(at) != len(all_outs) or any(p < 0 for p in at):
         raise ValueError("one place per call")
-    labels = labels if labels is not None else (at if places is not None else None)
+    labels = labels if labels is not None else at
     kept = getattr(state, "_witness_made", None)
     state._witness_made = None
     ok = kept is not None and kept[0] == seed and len(kept[1]) > max(at, default=-1)
@@ -586,7 +586,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
             continue
         res = checker.check_trial(outs, ref_out, pristine, ev.tols) if not bad else None
         bad.append((i, (res.reason if res is not None else "") or "outside the tolerance"))
-    out: Dict[str, Any] = {"status": "OK", "bad": [f"call {labels[i] if labels else i}: {why}" for i, why in sorted(bad)]}
+    out: Dict[str, Any] = {"status": "OK", "bad": [f"call {labels[i]}: {why}" for i, why in sorted(bad)]}
     if errs is not None:  # the trace's error figures, measured where the solution cannot reach
         out["max_abs"], out["max_rel"] = float(errs[0]), float(errs[1])
     return out
@@ -1264,12 +1264,15 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     # rounds of 1-8 calls has ~88% odds of one, two only ~58%)
     need = PAIRED_PASSES if cpu and k >= PAIRED_PASSES_MIN_CALLS else 1
 
+    def rounds() -> List[Tuple[float, Optional[float]]]:
+        """CPU: each round's time with the null measured beside it (None: none was)."""
+        return [(c[clock], n) for c, n in zip(w.costs, w.round_nulls)]
+
     def estimate(final: bool = False) -> float:
         if cpu:
-            rounds = [(c[clock], n) for c, n in zip(w.costs, w.round_nulls)]
-            est = paired_per_call(rounds, k, need)
-            if final and math.isinf(est) and rounds:  # rounds ran out before `need` (FIB_WITNESS_ROUNDS, a failed null)
-                est = paired_per_call(rounds, k, 1)
+            est = paired_per_call(rounds(), k, need)
+            if final and math.isinf(est) and w.costs:  # rounds ran out before `need` (FIB_WITNESS_ROUNDS, a failed null)
+                est = paired_per_call(rounds(), k, 1)
             return est
         return witnessed_per_call([c[clock] for c in w.costs], k, null_per_call())
 
@@ -1285,8 +1288,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None)
             if w.bad or estimate() <= bound():
                 break
-            paired = [c[clock] - n for c, n in zip(w.costs, w.round_nulls) if n is not None]
-            if cpu and len(paired) >= CLEAR_AFTER and min(paired) / k > CLEAR_FACTOR * bound():
+            paired = [x for x in rounds() if x[1] is not None] if cpu else []
+            if len(paired) >= CLEAR_AFTER and paired_per_call(paired, k) > CLEAR_FACTOR * bound():
                 break  # every round so far far over the bound: more rounds would only cost
     except _Abort as e:
         if e.kind == "failed":
