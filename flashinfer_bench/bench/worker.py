@@ -483,13 +483,7 @@ class Supervisor:
         with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
             witness_graph.judge(self, r, request, result, self.device, cfg.timeout_s)  # GPU: device time first
         mark("witness")
-        suspicion = supervise.floor_suspicion(result, request, r.ready, self.device)
-        if suspicion:
-            flag, why = suspicion
-            extra = result.setdefault("extra", {})
-            extra["flags"] = list(dict.fromkeys([*(extra.get("flags") or []), flag, "implausible_latency"]))
-            extra["suspect"] = True
-            extra["notes"] = [*(extra.get("notes") or []), "supervisor: " + why]
+        supervise.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)

@@ -145,6 +145,44 @@ def test_plausibility() -> None:
     assert supervise.plausibility_problems({"status": "RUNTIME_ERROR"}, req, ready, "cpu") == []
 
 
+def test_a_claim_under_a_physical_floor_stands_only_where_the_device_time_witness_vouches() -> None:
+    """`rewrite_stats_modest` on the H100 (session 15): a 3.4 us RMSNorm's statistics divided by 2,
+    1.74 us claimed, under the launch floor, timed at 4.06 us a call in the witness's CUDA graph:
+    it was PASSED and only flagged. A number the supervisor cannot vouch for is not recorded."""
+    d = rms_definition(4096)
+    tiny = {"definition": d.model_dump(mode="json"), "workload": {"axes": {"batch_size": 1}}, "config": {}}
+    big = {**tiny, "workload": {"axes": {"batch_size": 8192}}}
+    ready = {"peaks": {"peak_gbps": 3000.0}, "calibration": {"min_kernel_ms": 0.0026}}
+
+    def judged(lat: float, req: dict, est: object = None, clock: str = "graph_replay") -> dict:
+        r = _passed(lat, **({"witness": {"clock": clock, "est_ms": est}} if est is not None or clock != "graph_replay"
+                            else {}))
+        supervise.judge_floor(r, req, ready, "cuda:0")
+        return r
+
+    forged = judged(0.00174, tiny, est=0.00406)  # timed at 2.3x the claim
+    assert forged["status"] == "RUNTIME_ERROR" and forged["performance"] is None
+    assert forged["message"].startswith("implausible_latency") and "4.060 us" in forged["message"]
+    assert {"below_launch_floor", "implausible_latency"} <= set(forged["extra"]["flags"])
+    unseen = judged(0.00174, tiny, est=None, clock="wall")  # the coarse round cannot time 2 us
+    assert unseen["status"] == "RUNTIME_ERROR" and "did not time it" in unseen["message"]
+    view = judged(0.0008, tiny, est=-0.0002)  # a call that launches nothing: under the null, vouched
+    assert view["status"] == "PASSED" and view["extra"]["suspect"] and "below_launch_floor" in view["extra"]["flags"]
+    assert view["performance"]["latency_ms"] == 0.0008
+    # under the memory floor: an honest call may skip declared inputs (a MoE's unrouted experts)
+    skipped = judged(0.005, big, est=0.0062)
+    assert skipped["status"] == "PASSED" and "below_roofline_floor" in skipped["extra"]["flags"]
+    coarse = judged(0.005, big, est=None, clock="wall")
+    assert coarse["status"] == "PASSED" and coarse["extra"]["suspect"]
+    lie = judged(0.005, big, est=0.045)  # the witness timed the whole 45 us pass
+    assert lie["status"] == "RUNTIME_ERROR" and "below_roofline_floor" in lie["extra"]["flags"]
+    plausible = judged(0.05, big, est=0.2)  # over no floor: the witness's own bound judged it already
+    assert plausible["status"] == "PASSED" and "suspect" not in plausible["extra"]
+    cpu = _passed(0.00174)
+    supervise.judge_floor(cpu, tiny, ready, "cpu")
+    assert cpu["status"] == "PASSED" and "flags" not in cpu["extra"]
+
+
 def test_refusal_and_coverage(tmp_path: Path) -> None:
     confined = {"confine": {"confined": True, "sandbox": "landlock+seccomp",
                             "notes": {"landlock": {"read": [str(tmp_path / "a")], "write": []}}}}

@@ -30,6 +30,11 @@ FLOOR_FACTOR = 0.25
 # a claim under this share of the smallest kernel's time (the runner's calibration, before any
 # solution): no call that launches a kernel is that fast
 LAUNCH_FLOOR_FACTOR = 0.8
+# a claim under a floor stands where the device-time witness timed a call within this of it (an
+# honest call's in-graph time is 0.47-1.41x its claim on the H100, anchor dataset; a forgery's is
+# its real time: `rewrite_stats_modest`, 1.74 us claimed, 4.06 us timed)
+VOUCH_SLACK = 1.5
+VOUCH_ABS_MS = 0.0005
 
 
 def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
@@ -403,6 +408,47 @@ def floor_suspicion(
             f"smallest kernel there is on this GPU ({launch * 1e3:.2f} us, measured before any solution "
             f"loaded): a call that launches a kernel is not that fast, the result is not real")
     return None
+
+
+def judge_floor(
+    result: Dict[str, Any], request: Dict[str, Any], ready: Optional[Dict[str, Any]], device: str,
+) -> None:
+    """A PASSED latency below a physical floor (`floor_suspicion`) stands only where the
+    supervisor's device-time witness vouches for it: its own estimate of a call, timed from outside
+    the runner in a CUDA graph (`extra.witness.est_ms`), within `VOUCH_SLACK` x the claim +
+    `VOUCH_ABS_MS`. Vouched, the trace is flagged suspect (the report and apply() rank no suspect
+    trace); not vouched, it is RUNTIME_ERROR (`implausible_latency`): the number was not measured,
+    so it is not recorded. Without a device-time estimate (the coarse round, whose resolution on a
+    GPU is the data's handover time), a claim under the launch floor fails (no call that launches a
+    kernel is that fast; one that launches none is captured and vouched for) and one under the
+    memory floor is flagged: an honest call may skip declared inputs that the floor counts
+    (a MoE's unrouted experts).
+    """
+    suspicion = floor_suspicion(result, request, ready, device)
+    if suspicion is None:
+        return
+    from . import witness
+
+    flag, why = suspicion
+    lat = float(result["performance"]["latency_ms"])
+    extra = result.setdefault("extra", {})
+    info = extra.get("witness") if isinstance(extra.get("witness"), dict) else {}
+    est = info.get("est_ms") if info.get("clock") == "graph_replay" else None
+    limit = VOUCH_SLACK * lat + VOUCH_ABS_MS
+    if isinstance(est, (int, float)) and not isinstance(est, bool) and math.isfinite(est):  # < 0: under the null
+        vouched: Optional[bool] = est <= limit
+        seen = f"; the supervisor's device-time witness timed a call at {est * 1e3:.3f} us"
+    else:
+        vouched, seen = None, "; the supervisor's device-time witness did not time it"
+    if vouched or (vouched is None and flag == "below_roofline_floor"):
+        witness._flag(result, flag, why + seen)
+        witness._flag(result, "implausible_latency", "the latency is recorded as claimed, marked suspect")
+        return
+    witness._set_status(result, "RUNTIME_ERROR", (
+        f"implausible_latency: {why}{seen}" + (f", over {VOUCH_SLACK:g}x the claim + {VOUCH_ABS_MS * 1e3:g} us"
+                                               if vouched is False else "")
+        + "; the claimed latency was not measured, it is not recorded"), flag)
+    witness._flag(result, "implausible_latency", why + seen)
 
 
 def _floor_ms(request: Dict[str, Any], ready: Optional[Dict[str, Any]]) -> Optional[float]:

@@ -42,7 +42,7 @@ call the runner reported is allowed for, up to `HOST_ALLOWANCE_MS_GPU`, and `SHA
 times the harness's share: on a GPU that share, handing the inputs over and the outputs back, is
 thousands of times a memory-bound kernel's time, and it is measured in another process).
 Otherwise the trace becomes INCORRECT_NUMERICAL (`witness_wrong`) or RUNTIME_ERROR
-(`timing_disputed`); on a GPU a timing dispute only flags the trace unless FIB_WITNESS_GPU=fail.
+(`timing_disputed`; FIB_WITNESS_GPU=flag makes a GPU dispute only flag the trace).
 Not caught: a forged latency within the slack (on a GPU: any forged latency of a kernel whose real
 time is under its data's handover time); configurations without a reference runner
 (fresh_runner_per_solution or profile_baseline off) and workloads one call of which is over what a round may hand over
@@ -85,7 +85,7 @@ SLACK = 2.0  # CPU: CPU time in a VM shared with other jobs still varies by ~2x,
 # ~0.15 ms of it in probes here and an honest 77 us call of the pipeline tests 0.21 ms while the
 # whole suite ran (session 14); a forgery of a call under ~0.3 ms is inside the resolution anyway
 ABS_MS = 0.25
-SLACK_GPU = 3.0  # wide, and a dispute only flags there (FIB_WITNESS_GPU)
+SLACK_GPU = 3.0  # wide: the coarse round's clock holds the data's handover
 ABS_MS_GPU = 0.05
 # GPU: the harness's share of a call (handing a call's inputs to the device and its outputs back:
 # ~0.5-1 ms a MiB, thousands of times a memory-bound kernel's time) is measured in the reference
@@ -134,6 +134,13 @@ CLEAR_FACTOR = 2.0
 # CPU: at most this many of a round's calls are checked, drawn after the calls returned
 CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
 PAIRED_PASSES_MIN_CALLS = 32
+
+
+def gpu_dispute_flags_only() -> bool:
+    """FIB_WITNESS_GPU=flag: a GPU timing dispute marks the trace suspect and keeps its status
+    (the behaviour before session 16). By default it fails the trace as on a CPU: a PASSED trace
+    must not carry a latency the supervisor measured to be false, flagged or not."""
+    return os.environ.get("FIB_WITNESS_GPU", "fail").strip().lower() == "flag"
 
 
 def _switched_on(name: str) -> bool:
@@ -1340,6 +1347,6 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
            f"process at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
            f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
            f"{abs_ms * 1e3:.0f} us apart, the runner's measurement was tampered with")
-    if device != "cpu" and os.environ.get("FIB_WITNESS_GPU", "flag").strip().lower() != "fail":
+    if device != "cpu" and gpu_dispute_flags_only():
         return _flag(result, "timing_disputed", msg)
     _set_status(result, "RUNTIME_ERROR", msg, "timing_disputed")

@@ -651,7 +651,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
            f"drawn inside them, from outside its process, at {est * 1e3:.2f} us each (the harness's own draws and "
            f"hashes subtracted); the runner claimed {lat * 1e3:.2f} us: more than {SLACK:g}x + "
            f"{(bound - SLACK * lat) * 1e3:.1f} us apart, the runner's measurement was tampered with")
-    if os.environ.get("FIB_WITNESS_GPU", "flag").strip().lower() != "fail":
+    if coarse.gpu_dispute_flags_only():
         coarse._flag(result, "timing_disputed", msg)
     else:
         coarse._set_status(result, "RUNTIME_ERROR", msg, "timing_disputed")
