@@ -112,8 +112,8 @@ def test_rewriting_the_harness_on_the_gpu(gpu_lab: Lab, name: str) -> None:
     print("GPU", name, ev.status.value, ev.performance, sorted(flags(t)), extra.get("witness"), extra.get("host_ms"))
     if name == "inflate_reference":
         assert "reference_tampered" in flags(t) or ev.status.value != "PASSED", ev.log[:3000]
-    else:
-        assert ev.status.value == "RUNTIME_ERROR" and "timing_disputed" in flags(t), (ev.status, extra.get("witness"))
+    else:  # a RUNTIME_ERROR trace holds no correctness record: the verdict and its numbers are in the log
+        assert ev.status.value == "RUNTIME_ERROR" and "timing_disputed" in ev.log, (ev.status, ev.log[-2000:])
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 
@@ -142,9 +142,9 @@ def test_the_witness_inputs_a_solution_is_handed_cannot_be_spoiled(gpu_lab: Lab)
     w = extra.get("witness") or {}
     # its prints in the witness's calls go to the runner's own log: what shows the spoiling failed
     # is that the null call still measured the harness's share and the forged claim is disputed
-    assert ev.status.value != "PASSED", (sorted(flags(t)), w)
-    assert "witness_unresolved" not in flags(t), (sorted(flags(t)), w)
-    assert w.get("null_ms") is not None, w
+    # the null was measured (else `witness_unresolved`, not a dispute) and the forged claim disputed
+    assert ev.status.value == "RUNTIME_ERROR" and "timing_disputed" in ev.log, (sorted(flags(t)), w, ev.log[-2000:])
+    assert "witness_unresolved" not in ev.log, ev.log[-2000:]
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 
@@ -197,11 +197,11 @@ def test_a_modest_forgery_is_caught_whatever_the_call_costs(gpu_lab: Lab, cost: 
     wl = rms_workload(4096, uuid="rms_graph_gpu")
     t = gpu_lab.run("rewrite_stats_modest", workload=wl, GPU_COST=cost)
     ev = t.evaluation
-    g = _graph(t)
-    print("GPU modest", cost, ev.status.value, ev.performance.latency_ms if ev.performance else None, sorted(flags(t)), g)
-    assert g.get("captured") is True, (g, ev.log[-2000:])
-    assert ev.status.value == "RUNTIME_ERROR", (ev.status, g, sorted(flags(t)))
-    assert {"timing_disputed", "below_launch_floor"} & flags(t), (g, sorted(flags(t)))
+    print("GPU modest", cost, ev.status.value, ev.log.splitlines()[0][:400])
+    assert ev.status.value == "RUNTIME_ERROR", (ev.status, ev.log[-2000:])
+    # judged by the device-time round (a dispute of its CUDA-graph replays, or a floor claim it did
+    # not vouch for), not by the coarse round
+    assert ("timing_disputed" in ev.log and "CUDA-graph replays" in ev.log) or "implausible_latency" in ev.log, ev.log[-2000:]
 
 
 def test_a_solution_that_computes_a_third_of_the_captured_calls_is_caught(gpu_lab: Lab) -> None:
@@ -214,8 +214,8 @@ def test_a_solution_that_computes_a_third_of_the_captured_calls_is_caught(gpu_la
     ev = t.evaluation
     g = _graph(t)
     print("GPU skip", ev.status.value, sorted(flags(t)), g)
-    assert g.get("captured") is True, (g, ev.log[-2000:])
     assert ev.status.value != "PASSED", (ev.status, g, sorted(flags(t)))
+    assert g.get("captured") is True or "CUDA-graph replays" in ev.log, (g, ev.log[-2000:])
 
 
 def test_an_honest_solution_passes_the_device_time_round(gpu_lab: Lab) -> None:
