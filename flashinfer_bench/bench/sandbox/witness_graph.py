@@ -583,6 +583,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
         null = w.null_ms(k, m)
         bound = SLACK * lat + ABS_MS + max(NOISE_MS, NOISE_SHARE * null) / n
         info["bound_ms"] = round(bound, 5)
+        info["noise_ms"] = round(max(NOISE_MS, NOISE_SHARE * null) / n, 6)  # of the bound, a call's share
         # the first round's seed and checked calls, drawn now: only the reference runner learns
         # them before the reply, and makes their inputs and reference outputs during the capture
         plan = [(int.from_bytes(os.urandom(8), "big") >> 2, int.from_bytes(os.urandom(4), "big"),
