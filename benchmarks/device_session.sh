@@ -57,7 +57,7 @@ for s in "$@"; do
     gputests-only) step gputests-only 200 python3 -m pytest -m gpu -v -s -rfE --tb=short -p no:cacheprovider ${GPU_TESTS:?name the tests} ;;
     multigpu) step multigpu 230 python3 benchmarks/multi_gpu.py --batches 40 ;;
     families) step families 420 python3 benchmarks/real_families_vs_ncu.py ;;
-    families-witness) step families-witness "${FAMILIES_TIMEOUT:-240}" python3 benchmarks/real_families_vs_ncu.py --definitions all --no-ncu --runs 1 --max-workloads "${FAMILIES_WORKLOADS:-3}" --add-reference ;;
+    families-witness) step families-witness "${FAMILIES_TIMEOUT:-240}" python3 benchmarks/real_families_vs_ncu.py --definitions ${FAMILIES_DEFS:-all} --no-ncu --runs 1 --max-workloads "${FAMILIES_WORKLOADS:-3}" ${FAMILIES_SOLUTIONS:+--solutions $FAMILIES_SOLUTIONS} ;;
     evals) step evals 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
     evals-families) step evals 500 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" --families ;;
     evals-zygote) FIB_RUNNER_ZYGOTE=1 step evals-zygote 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;

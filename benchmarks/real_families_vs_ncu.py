@@ -525,6 +525,7 @@ def main() -> int:
     ap.add_argument("--dataset", default=str(REPO / "dataset"))
     ap.add_argument("--definitions", nargs="+", default=DEFAULT_DEFINITIONS, metavar="NAME",
                     help="definitions to measure ('all': every definition with solutions and workloads)")
+    ap.add_argument("--solutions", nargs="+", default=None, metavar="NAME", help="only these solutions (default: all)")
     ap.add_argument("--max-workloads", type=int, default=4, help="per definition, spread over sizes (default 4)")
     ap.add_argument("--add-reference", action="store_true",
                     help="also measure the definition's reference as a solution (reference_as_solution_<def>)")
@@ -580,6 +581,9 @@ def measure(args: argparse.Namespace, work: Path) -> int:
     cache_dir = Path(args.cache_dir) if args.cache_dir else work / "cache"
     ts = TraceSet.from_path(dataset)
     plan, notes = select(ts, args.definitions, args.max_workloads, args.add_reference, dataset)
+    if args.solutions:  # only these solutions (a definition left with none is dropped)
+        plan = [(d, [s for s in sols if s.name in args.solutions], wls) for d, sols, wls in plan]
+        plan = [x for x in plan if x[1]]
     print(f"dataset {dataset}: {len(ts.definitions)} definitions, {len(ts.all_solutions())} solutions")
     for n in notes:
         print(f"  note: {n}")

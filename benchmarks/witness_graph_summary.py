@@ -17,10 +17,11 @@ def main() -> None:
         ev = t["evaluation"]
         ex = (ev.get("correctness") or {}).get("extra") or {}
         w = ex.get("witness") or {}
-        g = w if w.get("clock") == "graph_replay" else (w.get("graph") or {})  # first, or beside the coarse round
+        g = w if w.get("clock") in ("graph_replay", "eager_replay") else (w.get("graph") or {})  # first, or beside the coarse round
         lat = (ev.get("performance") or {}).get("latency_ms")
-        flags = ",".join(f for f in ex.get("flags") or [] if f in ("timing_disputed", "witness_coarse", "witness_wrong", "unwitnessed",
-                                                                    "below_launch_floor", "below_roofline_floor"))
+        flags = ",".join(f for f in ex.get("flags") or [] if f in ("timing_disputed", "witness_coarse", "witness_eager", "witness_wrong", "unwitnessed",
+                                                                    "below_launch_floor", "below_roofline_floor",
+                                                                    "implausible_latency"))
         rows.append((t["solution"][:24], t["workload"]["axes"].get("batch_size"), lat, g, w, flags))
     print("| solution | batch | claim us | k x m | null ms | rounds ms | est us | bound us | est/claim | capture ms | graph s | coarse s | flags |")
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")

@@ -137,7 +137,7 @@ def main(argv: Optional[list] = None) -> int:
                     result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
                                            places=msg.get("places"))
                 elif kind == "witness_graph_stage":
-                    result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)))
+                    result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))
                 elif kind == "witness_graph_touch":
                     result = wg.touch(state)
                 elif kind == "witness_graph_go":

@@ -436,7 +436,7 @@ def judge_floor(
     lat = float(result["performance"]["latency_ms"])
     extra = result.setdefault("extra", {})
     info = extra.get("witness") if isinstance(extra.get("witness"), dict) else {}
-    est = info.get("est_ms") if info.get("clock") == "graph_replay" else None
+    est = info.get("est_ms") if info.get("clock") in ("graph_replay", "eager_replay") else None
     noise = info.get("noise_ms") if flag == "below_roofline_floor" else 0.0
     limit = VOUCH_SLACK * lat + VOUCH_ABS_MS + (noise if isinstance(noise, (int, float)) and noise > 0 else 0.0)
     if isinstance(est, (int, float)) and not isinstance(est, bool) and math.isfinite(est):  # < 0: under the null

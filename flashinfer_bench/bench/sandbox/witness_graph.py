@@ -88,6 +88,12 @@ NOISE_MS = float(os.environ.get("FIB_WITNESS_GRAPH_NOISE_MS", "0.25"))
 # honest 42 us RMSNorm of 64 MiB outputs, 16 calls a round over a 5.7 ms null, replayed 0.4 ms slower
 # in the solution's runner than in the reference runner (and than in one process)
 NOISE_SHARE = 0.08
+# the eager round (calls no CUDA graph can hold: a host synchronisation, a data-dependent shape):
+# the solution's Python runs inside the clock, call by call, so its host time and its jitter are
+# in the estimate as they are in the claim's window; allowed for: 1.5x, 20 us a call, 0.5 ms a round
+SLACK_EAGER = 1.5
+ABS_MS_EAGER = 0.02
+NOISE_MS_EAGER = 0.5
 _P1 = 0x7FEB352D
 
 
@@ -274,6 +280,23 @@ class _Staged:
         self.graph = g
         self.replay(1, 1, 1)  # the graph's first launch uploads it: not inside the supervisor's clock
 
+    def ready_eager(self) -> None:
+        """The eager variant of `capture` for calls no CUDA graph can hold (a host
+        synchronisation, a data-dependent shape): the same draws, calls, hashes and stores, run
+        by Python replay after replay from the same seeds, so the inputs still exist only once the
+        seed arrived and the reply still needs every call's outputs; the solution's Python runs
+        inside the supervisor's clock too."""
+        import torch
+
+        self.gen.manual_seed(0)
+        self.body(1)
+        if self.m > 1:
+            self.stores = [torch.empty((self.m, self.k, *t.shape), dtype=t.dtype, device=t.device)
+                           if isinstance(t, torch.Tensor) else None for t in self.results[0]]
+        self.graph = None
+        self.replay(1, 1, 1)  # every buffer and the hashes' constants made before the clock
+        torch.cuda.synchronize(self.ev.device)
+
     def touch(self) -> None:
         """An untimed replay right before the timed one: this process's CUDA context is the GPU's
         current one (a switch from the other runner's, which checked the last round, would land
@@ -292,7 +315,10 @@ class _Staged:
         self.slot.zero_()
         for j in range(m):
             self.gen.manual_seed(replay_seed(seed, j))
-            self.graph.replay()
+            if self.graph is not None:
+                self.graph.replay()
+            else:  # eager (`ready_eager`)
+                self.body()
         torch.cuda.synchronize(self.ev.device)
         return [int(x) for x in self.digests[:m].reshape(-1).tolist()]
 
@@ -304,10 +330,11 @@ class _Staged:
         return [s[j, i] if s is not None else r for s, r in zip(self.stores, self.results[i])]
 
 
-def stage(state: Any, k: int, m: int = 1) -> Dict[str, Any]:
+def stage(state: Any, k: int, m: int = 1, eager: bool = False) -> Dict[str, Any]:
     """Solution's runner (after `witness.prepare`) or reference runner (its null mode): capture
-    `k` calls, to be replayed `m` times a timed round. A capture the solution's code breaks is reported, not raised: its verdict stays the
-    coarse round's."""
+    `k` calls, to be replayed `m` times a timed round (`eager`: made ready to run them without a
+    graph). A capture the solution's code breaks is reported, not raised: the supervisor then
+    asks for the eager round."""
     import traceback
 
     prepared = getattr(state, "_witness", None)
@@ -320,6 +347,10 @@ def stage(state: Any, k: int, m: int = 1) -> Dict[str, Any]:
     if not any(staged.mask):
         return {"status": "OK", "graph": False, "no_draws": True}
     t0 = time.perf_counter()
+    if eager:  # a failure here is the solution's (its calls fail without a graph too)
+        staged.ready_eager()
+        state._witness_graph = staged
+        return {"status": "OK", "graph": False, "eager": True, "capture_ms": round((time.perf_counter() - t0) * 1e3, 3)}
     try:
         staged.capture()
     except Exception:  # noqa: BLE001 - the solution's code cannot be captured: the cause is reported
@@ -493,19 +524,19 @@ class _Round:
             self.ask(part, handle, {"type": "witness_graph_touch"}, kind)
         return self.ask(part, handle, {"type": "witness_graph_go", "seed": seed, "key": key}, kind)
 
-    def null_ms(self, k: int, m: int) -> float:
+    def null_ms(self, k: int, m: int, eager: bool = False) -> float:
         """The null round's wall time in the reference runner (the fastest of NULL_ROUNDS),
-        cached per workload for the coarse null's time."""
-        key = coarse.null_cache_key(self.ref_request, "graph", k, m)
+        cached per workload for the coarse null's time; `eager`: run as the eager round runs."""
+        key = coarse.null_cache_key(self.ref_request, "eager" if eager else "graph", k, m)
         hit = coarse.cached_null_of(self.sup, key)
         if hit is not None:
             return hit
         rr = self.rr
         self.ask("null", rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"}, "unwitnessed")
-        res, _ = self.ask("null", rr, {"type": "witness_graph_stage", "k": k, "m": m}, "unwitnessed")
+        res, _ = self.ask("null", rr, {"type": "witness_graph_stage", "k": k, "m": m, "eager": eager}, "unwitnessed")
         if res.get("no_draws"):  # every input is known to the solution: it could precompute the calls
             raise _Fail("fallback", "no input of this workload is drawn afresh per call")
-        if not res.get("graph"):
+        if not (res.get("eager") if eager else res.get("graph")):
             raise _Fail("unwitnessed", "the reference runner could not capture the null round: " + str(res.get("why", ""))[-300:])
         walls = [self.timed(rr, 1 + n, 1, "unwitnessed", "null", touch=n == 0)[1] for n in range(NULL_ROUNDS)]
         coarse.keep_null(self.sup, key, min(walls))
@@ -550,6 +581,18 @@ class _Round:
             self.parts["outputs"] = self.parts.get("outputs", 0.0) + (time.perf_counter() - t) * 1e3
 
 
+def _bound(lat: float, null: Optional[float], n: int, eager: bool) -> float:
+    """The most a call of a round of n may take, timed from outside, for the claim `lat` to stand."""
+    if eager:
+        return SLACK_EAGER * lat + ABS_MS_EAGER + max(NOISE_MS_EAGER, NOISE_SHARE * (null or 0.0)) / n
+    return SLACK * lat + ABS_MS + max(NOISE_MS, NOISE_SHARE * (null or 0.0)) / n
+
+
+def _replays(m: int, k: int, eager: bool) -> str:
+    return (f"{m} eager replays of {k}: its calls could not be captured into a CUDA graph" if eager
+            else f"{m} CUDA-graph replays of {k}")
+
+
 def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Dict[str, Any], timeout: float,
                   max_bytes: int) -> bool:
     """The device-time rounds of a PASSED GPU result (module docstring); changes `result` in place
@@ -565,7 +608,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
     # the checked calls' inputs are kept in the reference runner and their outputs handed over
     checked = min(CHECKED, n, max(1, CHECK_BYTES // max(1, coarse._call_bytes(request) or 1)),
                   max_bytes // max(1, out_bytes or 1))
-    bound = SLACK * lat + ABS_MS + NOISE_MS / n  # until the null is known
+    bound = _bound(lat, None, n, False)  # until the null is known
     extra = result.setdefault("extra", {})
     info: Dict[str, Any] = {"clock": "graph_replay", "k": k, "m": m, "checked": checked, "bound_ms": round(bound, 5),
                             "bad_calls": 0}
@@ -575,13 +618,14 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
     walls: List[float] = []
     null: Optional[float] = None
     pending: Optional[coarse.Pending] = None
+    eager = False
     try:
         if checked < 1:  # the harness cannot take one call's outputs over: the coarse round says so
             raise _Fail("fallback", f"one call's outputs are over the witness's {max_bytes >> 20} MiB a round")
         # the null first: before the solution's code runs again (its capture calls it), so that no
         # GPU work it leaves running then can slow the null and so lower the estimate
         null = w.null_ms(k, m)
-        bound = SLACK * lat + ABS_MS + max(NOISE_MS, NOISE_SHARE * null) / n
+        bound = _bound(lat, null, n, False)
         info["bound_ms"] = round(bound, 5)
         info["noise_ms"] = round(max(NOISE_MS, NOISE_SHARE * null) / n, 6)  # of the bound, a call's share
         # the first round's seed and checked calls, drawn now: only the reference runner learns
@@ -597,11 +641,27 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
             if not res.get("repaired"):  # torch's default generator is unusable in that runner now
                 result["healthy"] = False
                 result["unhealthy_reason"] = "a failed CUDA-graph capture"
-            raise _Fail("fallback", "the solution's calls could not be captured into a CUDA graph: "
-                        + (str(res.get("why", "")).strip().splitlines() or [""])[-1][:300])
+            why = (str(res.get("why", "")).strip().splitlines() or [""])[-1][:300]
+            if not res.get("repaired") or not coarse._switched_on("FIB_WITNESS_EAGER"):
+                raise _Fail("fallback", "the solution's calls could not be captured into a CUDA graph: " + why)
+            # the same round run by Python: its null too, measured now (the capture ran the
+            # solution's code already; the fastest of NULL_ROUNDS)
+            eager = True
+            info.update({"clock": "eager_replay", "capture_why": why})
+            if pending.collect() is None:  # the reference runner's channel is clear before the null
+                info["expect"] = pending.why[-200:]
+            pending = None
+            null = w.null_ms(k, m, eager=True)
+            bound = _bound(lat, null, n, True)
+            info["bound_ms"] = round(bound, 5)
+            info["noise_ms"] = round((bound - SLACK_EAGER * lat - ABS_MS_EAGER), 6)
+            # its calls failing here, outside the clock, leave the verdict to the coarse round
+            res, _ = w.ask("stage", r, {"type": "witness_graph_stage", "k": k, "m": m, "eager": True}, "fallback")
+            if not res.get("eager"):
+                raise _Fail("fallback", "the eager round could not be made ready: " + why)
         info["capture_ms"] = res.get("capture_ms")
         t = time.perf_counter()
-        if pending.collect() is None:  # its check makes them itself
+        if pending is not None and pending.collect() is None:  # its check makes them itself
             info["expect"] = pending.why[-200:]
         w.parts["stage"] = w.parts.get("stage", 0.0) + (time.perf_counter() - t) * 1e3
         pending = None
@@ -614,7 +674,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
             if bad:
                 info["bad_calls"] = len(bad)
                 coarse._set_status(result, "INCORRECT_NUMERICAL", (
-                    f"witness_wrong: of {n} calls the supervisor timed as {m} CUDA-graph replays of {k} on inputs drawn "
+                    f"witness_wrong: of {n} calls the supervisor timed as {_replays(m, k, eager)} on inputs drawn "
                     f"after the evaluation, {len(calls)} checked in the reference runner were not right: "
                     + "; ".join(bad[:3])), "witness_wrong")
                 result["correctness"] = result.get("correctness") or {"max_abs": math.inf, "max_rel": math.inf}
@@ -646,12 +706,15 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
         info["errors"] = {e: float(f"{v:.6g}") for e, v in w.errors.items()}
     est = (min(walls) - null) / n
     info["est_ms"] = round(est, 5)
+    if eager:
+        coarse._flag(result, "witness_eager", f"witness: {_replays(m, k, True)} ({info.get('capture_why', '')})", False)
     if est <= bound:
         return True
-    msg = (f"timing_disputed: the supervisor timed {n} calls of the solution ({m} CUDA-graph replays of {k}) on inputs "
+    slack = SLACK_EAGER if eager else SLACK
+    msg = (f"timing_disputed: the supervisor timed {n} calls of the solution ({_replays(m, k, eager)}) on inputs "
            f"drawn inside them, from outside its process, at {est * 1e3:.2f} us each (the harness's own draws and "
-           f"hashes subtracted); the runner claimed {lat * 1e3:.2f} us: more than {SLACK:g}x + "
-           f"{(bound - SLACK * lat) * 1e3:.1f} us apart, the runner's measurement was tampered with")
+           f"hashes subtracted); the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
+           f"{(bound - slack * lat) * 1e3:.1f} us apart, the runner's measurement was tampered with")
     if coarse.gpu_dispute_flags_only():
         coarse._flag(result, "timing_disputed", msg)
     else:

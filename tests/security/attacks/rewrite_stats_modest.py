@@ -4,7 +4,9 @@ Tries: compute honestly (as fast as the honest solution: one fused RMSNorm on a 
 `GPU_COST` of them; `COST` repeats on a CPU, where the tests make the honest call ~3 ms), then divide the finished
 statistics by `FACTOR` (3.5): small enough that the claim stays above a quarter of the memory
 floor on a GPU, where the supervisor's floor check looks, and inside what a witness that times
-calls together with their inputs' handover can resolve. Expect: not PASSED with a gain.
+calls together with their inputs' handover can resolve. `SYNC=1` adds a host synchronisation to
+each call, so that no CUDA graph can hold it (the witness's eager round on a GPU). Expect: not
+PASSED with a gain.
 """
 import sys
 
@@ -22,6 +24,7 @@ try:
     _FACTOR = float("__FACTOR__")
 except ValueError:
     _FACTOR = 3.5
+_SYNC = "__SYNC__" == "1"  # a host synchronisation in every call: no CUDA graph can hold it
 
 _done = set()
 
@@ -43,4 +46,6 @@ def run(x, weight, eps):
     out = None
     for _ in range(_COST if x.device.type == "cpu" else _GPU_COST):
         out = torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, float(eps))
+    if _SYNC and x.device.type == "cuda":
+        out = out * (float(x.abs().amax()) * 0.0 + 1.0)
     return out
