@@ -31,7 +31,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from pydantic import ValidationError
 
@@ -65,6 +65,8 @@ def runner_environment(env: Dict[str, str]) -> Dict[str, str]:
 
 # how long the supervisor reuses a reference timing (same definition, workload, settings, device)
 REF_CACHE_TTL_S = 600.0
+# a GPU runner being parked gives its memory back first (`trim`); it has this long to answer
+PARK_TIMEOUT_S = 30.0
 # runners kept for other solutions (the pipeline interleaves solutions): each holds torch (~0.4 GB),
 # on a GPU also a CUDA context and its input caches; FIB_RUNNER_POOL overrides
 
@@ -114,6 +116,7 @@ class RunnerHandle:
     key: Optional[bytes] = None  # authenticates the runner's replies (sandbox.channel)
     seq: int = 0
     served: Optional[str] = None  # the solution (build hash) this runner has run, if any
+    stopped: List[int] = field(default_factory=list)  # pids stopped while parked during an evaluation
 
 
 def reference_key(req: Dict[str, Any], cfg: EvalConfig, device: str) -> str:
@@ -163,6 +166,7 @@ class Supervisor:
         self.ref_cache: Dict[str, Tuple[float, Dict[str, Any]]] = {}
         # runners of other solutions, each serving only its own, least recently used first
         self.parked: "OrderedDict[str, RunnerHandle]" = OrderedDict()
+        self._measuring = False  # an evaluation is running: parked runners are stopped
         self.last_ready: Optional[Dict[str, Any]] = None
         self._runner_lock = threading.Lock()
         self._measure_lock = threading.Lock()
@@ -335,11 +339,13 @@ class Supervisor:
         A GPU evaluation that ran out of memory while other runners of this worker (parked ones,
         the reference runner) held GPU memory is not charged to the solution: those runners are
         stopped and the evaluation runs once more."""
-        tr = self._evaluate_once(req)
+        with self._parked_stopped():
+            tr = self._evaluate_once(req)
         if self.device != "cpu" and _out_of_memory(tr) and self._stop_idle_runners():
             log.warning("%s ran out of GPU memory beside idle runners: stopped them, evaluating again",
                         req.get("solution_name"))
-            tr = self._evaluate_once(req)
+            with self._parked_stopped():
+                tr = self._evaluate_once(req)
         return tr
 
     def _stop_idle_runners(self) -> bool:
@@ -422,7 +428,8 @@ class Supervisor:
             return trace("RUNTIME_ERROR", refused)
         r.served = sol_key
         mark("runner")
-        ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
+        with supervise.held(r.proc.pid):  # the solution's runner runs nothing while the reference is timed
+            ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
         if ref_stats is not None and "failed" in ref_stats:
             # the reference itself fails here (in a runner no solution ever ran in): the dataset's
             # or the machine's error, not this solution's; the solution is not run
@@ -483,7 +490,7 @@ class Supervisor:
         with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
             witness_graph.judge(self, r, request, result, self.device, cfg.timeout_s)  # GPU: device time first
         mark("witness")
-        supervise.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
+        witness_graph.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
@@ -508,11 +515,7 @@ class Supervisor:
                     self._discard(older)  # replaced, not leaked: one parked runner per solution
                 self.parked[current.served] = current
                 self.parked.move_to_end(current.served)
-                if self.device != "cpu":
-                    try:  # its cached inputs and allocator pool are the next runner's memory
-                        send_msg(current.sock, {"type": "trim"})
-                    except OSError:
-                        self._discard(current)
+                self._park(current)
             if self.runner is current:
                 self.runner = None
             mine = self.parked.pop(sol_key, None)
@@ -520,11 +523,51 @@ class Supervisor:
                 _, old = self.parked.popitem(last=False)
                 self._discard(old)
             if mine is not None and mine.proc.poll() is None:
+                supervise.resume(mine.stopped)
+                mine.stopped = []
                 self.runner = mine
                 return mine
             if mine is not None:
                 self._discard(mine)
         return self.ensure_runner()
+
+    def _park(self, r: RunnerHandle) -> None:
+        """A runner parked during an evaluation is stopped at once (`_parked_stopped`). On a GPU
+        it first gives back its cached inputs and allocator pool (the next runner's memory); one
+        that does not answer within PARK_TIMEOUT_S is discarded."""
+        try:
+            if self.device != "cpu":
+                send_msg(r.sock, {"type": "trim"})
+                send_msg(r.sock, {"type": "ping"})
+                if (recv_msg(r.sock, timeout=PARK_TIMEOUT_S) or {}).get("type") != "pong":
+                    raise ConnectionClosed("no pong")
+        except (OSError, TimeoutError, ConnectionClosed, ValueError) as e:
+            log.warning("parking runner pid %d: %s; discarded", r.proc.pid, e)
+            self._discard(r)
+            return
+        if self._measuring:
+            r.stopped = supervise.stop_tree(r.proc.pid)
+
+    @contextmanager
+    def _parked_stopped(self) -> Iterator[None]:
+        """Every parked runner stopped (supervise.stop_tree) while an evaluation runs: nothing a
+        solution left in its runner (a thread `threading` does not list, a timer's signal
+        handler) runs beside another solution's measurement, the reference's timing or the
+        witness's. They run again between evaluations, so that one whose worker is gone sees its
+        channel close and exits."""
+        with self._runner_lock:
+            self._measuring = True
+            for p in self.parked.values():
+                if not p.stopped:
+                    p.stopped = supervise.stop_tree(p.proc.pid)
+        try:
+            yield
+        finally:
+            with self._runner_lock:
+                self._measuring = False
+                for p in self.parked.values():
+                    supervise.resume(p.stopped)
+                    p.stopped = []
 
     # ------------------------------------------------------------------ the reference runner
     def reference_runner(self) -> Optional[RunnerHandle]:
@@ -701,6 +744,7 @@ class Supervisor:
                 for r in (self.runner, self.ref_runner, *self.parked.values()):
                     if r is None:
                         continue
+                    supervise.resume(r.stopped)  # a parked runner answers "exit" too
                     try:
                         send_msg(r.sock, {"type": "exit"})
                         r.proc.wait(timeout=5)

@@ -342,6 +342,67 @@ def test_a_solution_cannot_slow_or_break_the_next_one_or_the_reference(lab: Lab)
     assert a.reference_latency_ms < 3 * b.reference_latency_ms + 0.5, (b.reference_latency_ms, a.reference_latency_ms)
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process used (all its threads), from /proc: 0 once it is gone."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _busiest_runner(seconds: float) -> tuple:
+    """(pid, CPU seconds) of the runner process that used the most CPU over `seconds`."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"flashinfer_bench.bench.runner" in cmd and b"zygote" not in cmd or b"runner_zygote" in cmd:
+                pids.append(int(d.name))
+    start = {p: _cpu_s(p) for p in pids}
+    time.sleep(seconds)
+    return max(((p, _cpu_s(p) - c) for p, c in start.items()), key=lambda x: x[1], default=(0, 0.0))
+
+
+def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(lab: Lab) -> None:
+    """hidden_thread_burner starts four threads `threading` does not list, quiet while it is called
+    and burning both cores as soon as it is not. While an evaluation runs the supervisor keeps
+    every parked runner stopped, and the current one while it times the reference of its next
+    workload (and the witness's null): its threads get no CPU then (between evaluations they
+    burn), and the reference and an honest solution after it keep their times. (On a CPU the
+    timings are CPU time and hardly move anyway; on a GPU the same threads' kernels would share
+    the device with the measured ones.)"""
+    def good(wl):
+        return evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=lab.dataset)
+
+    honest_wl = rms_workload(2048, uuid="burner_honest")
+    before = good(honest_wl)
+    ref_before = good(rms_workload(256, uuid="burner_ref_0")).evaluation.performance.reference_latency_ms
+    t = lab.run("hidden_thread_burner", workload=rms_workload(64, uuid="burner_own"))
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log[-2000:]
+    pid, used = _busiest_runner(1.0)  # its runner is current, between evaluations: the threads burn
+    # (both cores idle: ~0.9 CPU s; beside the rest of the suite on 2 cores, ~0.3-0.6)
+    assert used > 0.2, ("the attack's threads did not run: the test would prove nothing", pid, used)
+    # its next workload: the reference is timed while its runner is current (stopped meanwhile)
+    t2 = lab.run("hidden_thread_burner", workload=rms_workload(256, uuid="burner_ref_1"))
+    assert t2.evaluation.status.value == "PASSED", t2.evaluation.log[-2000:]
+    ref_after = t2.evaluation.performance.reference_latency_ms
+    c0, w0 = _cpu_s(pid), time.perf_counter()
+    after = good(honest_wl)  # the burner's runner is parked (and stopped) while this one runs
+    burnt, wall = _cpu_s(pid) - c0, time.perf_counter() - w0
+    assert after.evaluation.status.value == "PASSED", after.evaluation.log
+    b, a = before.evaluation.performance.latency_ms, after.evaluation.performance.latency_ms
+    print("BURNER", pid, f"{used:.2f} s in 1 s idle; {burnt:.2f} CPU s during {wall:.2f} s of another's evaluation;",
+          "reference", ref_before, "->", ref_after, "honest", b, "->", a)
+    # stopped at the evaluation's start and resumed at its end: at most a few ticks either side
+    assert burnt < 0.05 * wall + 0.04, (burnt, wall)
+    assert ref_after < 2 * ref_before + 0.05, (ref_before, ref_after)  # this VM's CPU timings vary by ~1.4x
+    assert a < 2 * b + 0.05, (b, a)
+
+
 def test_nothing_written_to_dev_shm_survives_an_evaluation(lab: Lab) -> None:
     marker = f"{lab.marker}-shm"
     t = lab.run("shm_fill", marker=marker)

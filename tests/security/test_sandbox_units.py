@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from flashinfer_bench.bench.sandbox import channel, supervise
+from flashinfer_bench.bench.sandbox import channel, supervise, witness_graph
 from flashinfer_bench.sandbox import landlock, seccomp
 
 from tests.bench.conftest import rms_definition
@@ -157,7 +157,7 @@ def test_a_claim_under_a_physical_floor_stands_only_where_the_device_time_witnes
     def judged(lat: float, req: dict, est: object = None, clock: str = "graph_replay", noise: float = 0.0019) -> dict:
         r = _passed(lat, **({"witness": {"clock": clock, "est_ms": est, "noise_ms": noise}}
                             if est is not None or clock != "graph_replay" else {}))
-        supervise.judge_floor(r, req, ready, "cuda:0")
+        witness_graph.judge_floor(r, req, ready, "cuda:0")
         return r
 
     forged = judged(0.00174, tiny, est=0.00406)  # timed at 2.3x the claim, within the round's noise allowance
@@ -182,7 +182,7 @@ def test_a_claim_under_a_physical_floor_stands_only_where_the_device_time_witnes
     plausible = judged(0.05, big, est=0.2)  # over no floor: the witness's own bound judged it already
     assert plausible["status"] == "PASSED" and "suspect" not in plausible["extra"]
     cpu = _passed(0.00174)
-    supervise.judge_floor(cpu, tiny, ready, "cpu")
+    witness_graph.judge_floor(cpu, tiny, ready, "cpu")
     assert cpu["status"] == "PASSED" and "flags" not in cpu["extra"]
 
 

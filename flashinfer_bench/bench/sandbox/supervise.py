@@ -16,9 +16,10 @@ import math
 import os
 import signal
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ...sandbox.policy import Settings
 from . import channel
@@ -30,11 +31,6 @@ FLOOR_FACTOR = 0.25
 # a claim under this share of the smallest kernel's time (the runner's calibration, before any
 # solution): no call that launches a kernel is that fast
 LAUNCH_FLOOR_FACTOR = 0.8
-# a claim under a floor stands where the device-time witness timed a call within this of it (an
-# honest call's in-graph time is 0.47-1.41x its claim on the H100, anchor dataset; a forgery's is
-# its real time: `rewrite_stats_modest`, 1.74 us claimed, 4.06 us timed)
-VOUCH_SLACK = 1.5
-VOUCH_ABS_MS = 0.0005
 
 
 def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
@@ -121,6 +117,50 @@ def _tree(pid: int) -> List[int]:
         except OSError:
             continue
     return out
+
+
+def stop_tree(pid: int) -> List[int]:
+    """Stop (SIGSTOP) the runner `pid`, its process group and every process it started; the pids
+    stopped, for `resume`. A stopped runner runs nothing: no thread, timer or signal handler the
+    solution left can burn a CPU or launch GPU work while another solution is evaluated or the
+    reference and the witness's null are timed (issue 15: cross-talk that no in-process check
+    sees, e.g. a thread started with `_thread.start_new_thread`, invisible to `threading`)."""
+    try:
+        os.killpg(pid, signal.SIGSTOP)
+    except OSError:  # gone, or not a group leader: its tree below still is stopped
+        pass
+    pids = _tree(pid)
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGSTOP)
+        except OSError:
+            continue
+    return pids
+
+
+def resume(pids: List[int]) -> None:
+    """Undo `stop_tree`: SIGCONT to the group and to every process it stopped."""
+    if not pids:
+        return
+    try:
+        os.killpg(pids[0], signal.SIGCONT)
+    except OSError:
+        pass
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            continue
+
+
+@contextmanager
+def held(pid: Optional[int]) -> Iterator[None]:
+    """The runner `pid` stopped (`stop_tree`) while the block runs, resumed after it."""
+    pids = stop_tree(pid) if pid else []
+    try:
+        yield
+    finally:
+        resume(pids)
 
 
 def tree_rss_bytes(pid: int) -> int:
@@ -386,9 +426,10 @@ def floor_suspicion(
     the runner's timing protocol measured it before any solution loaded (`below_launch_floor`).
 
     Checked here, outside the solution's process, so a result forged inside the runner cannot
-    hide it. Not a rejection: the floor counts every declared tensor, and a correct solution may
-    legitimately skip an input the reference ignores too (or launch nothing at all for a call
-    that only returns a view); the trace is flagged suspect instead.
+    hide it. Not a rejection by itself: the floor counts every declared tensor, and a correct
+    solution may legitimately skip an input the reference ignores too (or launch nothing at all
+    for a call that only returns a view); `witness_graph.judge_floor` decides with what the
+    witness timed.
     """
     if device == "cpu" or result.get("status") != "PASSED":
         return None
@@ -408,51 +449,6 @@ def floor_suspicion(
             f"smallest kernel there is on this GPU ({launch * 1e3:.2f} us, measured before any solution "
             f"loaded): a call that launches a kernel is not that fast, the result is not real")
     return None
-
-
-def judge_floor(
-    result: Dict[str, Any], request: Dict[str, Any], ready: Optional[Dict[str, Any]], device: str,
-) -> None:
-    """A PASSED latency below a physical floor (`floor_suspicion`) stands only where the
-    supervisor's device-time witness vouches for it: its own estimate of a call, timed from outside
-    the runner in a CUDA graph (`extra.witness.est_ms`), within `VOUCH_SLACK` x the claim +
-    `VOUCH_ABS_MS` (under the memory floor, plus the round's allowance for its own noise,
-    `noise_ms`: an honest call under it skips inputs whose draws fill the round; under the launch
-    floor not, where only a call that launches nothing is honest and the allowance, ~2 us a call
-    where the harness's draws and hashes dwarf the kernel, would hide a 2x forgery). Vouched, the trace is flagged suspect (the report and apply() rank no suspect
-    trace); not vouched, it is RUNTIME_ERROR (`implausible_latency`): the number was not measured,
-    so it is not recorded. Without a device-time estimate (the coarse round, whose resolution on a
-    GPU is the data's handover time), a claim under the launch floor fails (no call that launches a
-    kernel is that fast; one that launches none is captured and vouched for) and one under the
-    memory floor is flagged: an honest call may skip declared inputs that the floor counts
-    (a MoE's unrouted experts).
-    """
-    suspicion = floor_suspicion(result, request, ready, device)
-    if suspicion is None:
-        return
-    from . import witness
-
-    flag, why = suspicion
-    lat = float(result["performance"]["latency_ms"])
-    extra = result.setdefault("extra", {})
-    info = extra.get("witness") if isinstance(extra.get("witness"), dict) else {}
-    est = info.get("est_ms") if info.get("clock") in ("graph_replay", "eager_replay") else None
-    noise = info.get("noise_ms") if flag == "below_roofline_floor" else 0.0
-    limit = VOUCH_SLACK * lat + VOUCH_ABS_MS + (noise if isinstance(noise, (int, float)) and noise > 0 else 0.0)
-    if isinstance(est, (int, float)) and not isinstance(est, bool) and math.isfinite(est):  # < 0: under the null
-        vouched: Optional[bool] = est <= limit
-        seen = f"; the supervisor's device-time witness timed a call at {est * 1e3:.3f} us"
-    else:
-        vouched, seen = None, "; the supervisor's device-time witness did not time it"
-    if vouched or (vouched is None and flag == "below_roofline_floor"):
-        witness._flag(result, flag, why + seen)
-        witness._flag(result, "implausible_latency", "the latency is recorded as claimed, marked suspect")
-        return
-    witness._set_status(result, "RUNTIME_ERROR", (
-        f"implausible_latency: {why}{seen}" + (f", over {limit * 1e3:.3f} us ({VOUCH_SLACK:g}x the claim + "
-                                               f"{(limit - VOUCH_SLACK * lat) * 1e3:.2f} us)" if vouched is False else "")
-        + "; the claimed latency was not measured, it is not recorded"), flag)
-    witness._flag(result, "implausible_latency", why + seen)
 
 
 def _floor_ms(request: Dict[str, Any], ready: Optional[Dict[str, Any]]) -> Optional[float]:

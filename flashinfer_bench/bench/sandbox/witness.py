@@ -65,6 +65,8 @@ import time
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import supervise
+
 K_CALLS = int(os.environ.get("FIB_WITNESS_CALLS", "8"))  # calls per round
 # CPU: a cheap call's round has more calls, up to ROUND_MS_CHEAP of claimed time and this many: most of
 # the harness's share of a round (the request, mapping the inputs, saving the outputs: ~2 ms of CPU
@@ -1200,7 +1202,12 @@ class _Witness:
             prep, _, _ = self._timed("null", self.rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"})
             self._null_ready = prep is not None and prep.get("status") == "OK"
         # repeated on a CPU (its CPU time) and paired with this round; on a GPU one (wall time; not
-        # re-measured on the H100)
+        # re-measured on the H100); the solution's runner stopped meanwhile (nothing it left running
+        # can slow the null, which is subtracted from its own time)
+        with supervise.held(self.r.proc.pid):
+            self._null_calls(fr, inputs)
+
+    def _null_calls(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         for _ in range((NULL_CALLS if self.device == "cpu" else 1) if self._null_ready else 0):
             fr.unlink("outputs.bin")  # the solution's (already checked) or the last null's
             nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name}, cpu=self.cpu)
