@@ -351,17 +351,32 @@ def _cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _busiest_runner(seconds: float) -> tuple:
-    """(pid, CPU seconds) of the runner process that used the most CPU over `seconds`."""
-    pids = []
+def _descendants(pid: int) -> List[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                todo += [int(x) for x in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return out
+
+
+def _busiest_runner(worker_dir: Path, seconds: float) -> tuple:
+    """(pid, CPU seconds) of the process under this lab's worker (its runners, the zygote's
+    children) that used the most CPU over `seconds`; other tests' workers are not looked at."""
+    workers = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
                 cmd = (d / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"flashinfer_bench.bench.runner" in cmd and b"zygote" not in cmd or b"runner_zygote" in cmd:
-                pids.append(int(d.name))
+            if b"flashinfer_bench.bench.worker" in cmd and str(worker_dir).encode() in cmd:
+                workers.append(int(d.name))
+    pids = [p for w in workers for p in _descendants(w)[1:]]
     start = {p: _cpu_s(p) for p in pids}
     time.sleep(seconds)
     return max(((p, _cpu_s(p) - c) for p, c in start.items()), key=lambda x: x[1], default=(0, 0.0))
@@ -383,7 +398,7 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(la
     ref_before = good(rms_workload(256, uuid="burner_ref_0")).evaluation.performance.reference_latency_ms
     t = lab.run("hidden_thread_burner", workload=rms_workload(64, uuid="burner_own"))
     assert t.evaluation.status.value == "PASSED", t.evaluation.log[-2000:]
-    pid, used = _busiest_runner(1.0)  # its runner is current, between evaluations: the threads burn
+    pid, used = _busiest_runner(lab.worker_dir, 1.0)  # its runner is current, between evaluations: the threads burn
     # (both cores idle: ~0.9 CPU s; beside the rest of the suite on 2 cores, ~0.3-0.6)
     assert used > 0.2, ("the attack's threads did not run: the test would prove nothing", pid, used)
     # its next workload: the reference is timed while its runner is current (stopped meanwhile)
@@ -398,7 +413,7 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(la
     print("BURNER", pid, f"{used:.2f} s in 1 s idle; {burnt:.2f} CPU s during {wall:.2f} s of another's evaluation;",
           "reference", ref_before, "->", ref_after, "honest", b, "->", a)
     # stopped at the evaluation's start and resumed at its end: at most a few ticks either side
-    assert burnt < 0.05 * wall + 0.04, (burnt, wall)
+    assert burnt < 0.08 * wall + 0.05, (burnt, wall)  # without the stop: 0.19 CPU s in 0.45 s
     assert ref_after < 2 * ref_before + 0.05, (ref_before, ref_after)  # this VM's CPU timings vary by ~1.4x
     assert a < 2 * b + 0.05, (b, a)
 
