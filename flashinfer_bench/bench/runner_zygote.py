@@ -84,6 +84,7 @@ def serve(control: socket.socket, events: socket.socket) -> int:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    alive: set = set()  # the runners forked and not yet reaped
     while True:
         ready, _, _ = select.select([control, wake_r], [], [])
         if wake_r in ready:
@@ -95,6 +96,7 @@ def serve(control: socket.socket, events: socket.socket) -> int:
                     break
                 if pid == 0:
                     break
+                alive.discard(pid)
                 events.send(json.dumps({"exit": pid, "status": status}).encode())
         if control in ready:
             try:
@@ -102,7 +104,15 @@ def serve(control: socket.socket, events: socket.socket) -> int:
             except InterruptedError:
                 continue
             if not data:
-                return 0  # the supervisor is gone: so are we
+                # the supervisor is gone: so are we, and so are its runners, also one it had
+                # stopped (SIGSTOP while another evaluation ran), which would never see its
+                # channel close and exit
+                for pid in alive:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except OSError:
+                        continue
+                return 0
             msg = json.loads(data)
             if msg.get("op") != "fork" or len(fds) != 1:
                 for fd in fds:
@@ -111,6 +121,7 @@ def serve(control: socket.socket, events: socket.socket) -> int:
                 continue
             try:
                 pid = _fork_runner(msg, fds[0], control, events, wake_r)
+                alive.add(pid)
                 control.send(json.dumps({"pid": pid}).encode())
             except OSError as e:
                 control.send(json.dumps({"error": f"fork failed: {e}"}).encode())

@@ -418,6 +418,70 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(la
     assert a < 2 * b + 0.05, (b, a)
 
 
+SLOW_RMS = """import time
+
+import torch
+
+
+def run(x, weight, eps):
+    time.sleep(0.1)
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).half()
+"""
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_a_stopped_runner_does_not_outlive_its_killed_worker(tmp_path: Path) -> None:
+    """While a solution is evaluated, the runner parked for another is stopped (SIGSTOP); a
+    stopped process never sees its channel close. A worker killed outright (SIGKILL) at that
+    moment must still take every runner with it (the runner zygote kills those it forked)."""
+    from tests.bench.conftest import make_solution
+    from flashinfer_bench.bench.loader import _shim_build
+
+    own = Lab(tmp_path)
+    own.start()
+    assert evaluate_via_worker(own.definition, own.good, rms_workload(8), own.good_build, own.config,
+                               dataset_root=own.dataset).evaluation.status.value == "PASSED"
+    slow = make_solution("slow_rms", SLOW_RMS, own.definition)
+    done: List[object] = []
+    th = threading.Thread(target=lambda: done.append(evaluate_via_worker(
+        own.definition, slow, rms_workload(8), _shim_build(slow, own.cache), own.config, dataset_root=own.dataset)),
+        daemon=True)
+    th.start()
+    workers: List[int] = []
+    stopped: List[int] = []
+    end = time.monotonic() + 30
+    while time.monotonic() < end and not stopped:  # the good solution's runner, parked and stopped
+        workers = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()
+                   and b"flashinfer_bench.bench.worker" in _cmdline(d) and str(own.worker_dir).encode() in _cmdline(d)]
+        tree = [p for w in workers for p in _descendants(w)[1:]]
+        stopped = [p for p in tree if _state(p) == "T"]
+        time.sleep(0.05)
+    assert stopped, "no parked runner was stopped while another solution was evaluated"
+    assert not done, "the slow evaluation ended before the worker was killed: the test proves nothing"
+    tree = [p for w in workers for p in _descendants(w)[1:]]
+    for w in workers:
+        os.kill(w, 9)
+    end = time.monotonic() + 15
+    while time.monotonic() < end and any(_state(p) not in ("gone", "Z") for p in tree):
+        time.sleep(0.1)
+    left = {p: _state(p) for p in tree if _state(p) not in ("gone", "Z")}
+    assert not left, f"processes of the killed worker still there: {left}"
+
+
+def _cmdline(d: Path) -> bytes:
+    try:
+        return (d / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def test_nothing_written_to_dev_shm_survives_an_evaluation(lab: Lab) -> None:
     marker = f"{lab.marker}-shm"
     t = lab.run("shm_fill", marker=marker)
