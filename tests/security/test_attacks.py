@@ -405,17 +405,33 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(la
     t2 = lab.run("hidden_thread_burner", workload=rms_workload(256, uuid="burner_ref_1"))
     assert t2.evaluation.status.value == "PASSED", t2.evaluation.log[-2000:]
     ref_after = t2.evaluation.performance.reference_latency_ms
+    states: List[str] = []
+    watching = [True]
+
+    def watch() -> None:  # the burner's state, every 2 ms, while the honest solution is evaluated
+        while watching[0]:
+            states.append(_state(pid))
+            time.sleep(0.002)
+
+    w = threading.Thread(target=watch, daemon=True)
     c0, w0 = _cpu_s(pid), time.perf_counter()
+    w.start()
     after = good(honest_wl)  # the burner's runner is parked (and stopped) while this one runs
+    watching[0] = False
+    w.join()
     burnt, wall = _cpu_s(pid) - c0, time.perf_counter() - w0
     assert after.evaluation.status.value == "PASSED", after.evaluation.log
     b, a = before.evaluation.performance.latency_ms, after.evaluation.performance.latency_ms
-    print("BURNER", pid, f"{used:.2f} s in 1 s idle; {burnt:.2f} CPU s during {wall:.2f} s of another's evaluation;",
+    stopped = states.count("T") / max(1, len(states))
+    print("BURNER", pid, f"{used:.2f} s in 1 s idle; stopped {stopped:.0%} of {wall:.2f} s of another's evaluation "
+          f"(the request's way in and the reply's way out are not), {burnt:.2f} CPU s in it;",
           "reference", ref_before, "->", ref_after, "honest", b, "->", a)
-    # stopped at the evaluation's start and resumed at its end: at most a few ticks either side
-    assert burnt < 0.08 * wall + 0.05, (burnt, wall)  # without the stop: 0.19 CPU s in 0.45 s
-    assert ref_after < 2 * ref_before + 0.05, (ref_before, ref_after)  # this VM's CPU timings vary by ~1.4x
-    assert a < 2 * b + 0.05, (b, a)
+    # without the stop: 0% (0.19 CPU s in 0.45 s); alone on this VM ~90% (0.00-0.01 CPU s), beside
+    # the rest of the suite less: the client's and the worker's own steps take longer
+    assert stopped > 0.3, (stopped, burnt, wall)
+    # CPU timings are CPU time: the burner hardly moves them; under the suite's load they vary ~2x
+    assert ref_after < 3 * ref_before + 0.05, (ref_before, ref_after)
+    assert a < 3 * b + 0.05, (b, a)
 
 
 SLOW_RMS = """import time
