@@ -90,3 +90,68 @@ def test_the_reference_runner_checks_calls_of_any_replay(tmp_path, monkeypatch) 
     ev = coarse._eval_run(state, req)
     a, b = wg._drawn(ev, seed, k, [3, 3 + k])
     assert not torch.equal(a[0], b[0])
+
+
+WRONG_SOMETIMES = """import torch
+
+_n = [0]
+
+
+def run(x, weight, eps):
+    _n[0] += 1
+    xf = x.float()
+    out = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).half()
+    return out * 0 if _n[0] % 3 == 0 else out  # every third call wrong
+"""
+
+
+def test_the_eager_round_runs_checks_and_hashes_as_the_graph_would(tmp_path, monkeypatch) -> None:
+    """The eager round (calls no CUDA graph can hold; FIB_WITNESS_EAGER) on the CPU, runner side:
+    the solution's runner made ready without a graph replays m x k calls from the seed and replies
+    their digests; the reference runner's `expect` draws the same inputs, so the honest solution's
+    saved outputs check and hash to the reply, and a solution wrong in a third of its calls is
+    named. The null (no call) runs the same way."""
+    from flashinfer_bench.bench.config import EvalConfig
+    from flashinfer_bench.bench.evaluate import RunnerState
+    from flashinfer_bench.bench.loader import _shim_build
+    from flashinfer_bench.bench.sandbox import witness as coarse
+    from flashinfer_bench.bench.sandbox import witness_graph as wg
+    from tests.bench.conftest import GOOD_VR, make_solution, rms_definition, rms_workload
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("FIB_SANDBOX_SCRATCH", str(scratch))
+    d = rms_definition(64)
+    k, m, seed, key = 4, 3, 424242, 77777
+
+    def request(src: str, name: str) -> dict:
+        sol = make_solution(name, src, d)
+        return {"definition": d.model_dump(mode="json"), "workload": rms_workload(4).model_dump(mode="json"),
+                "config": EvalConfig(device="cpu").model_dump(mode="json"), "seed": 7, "dataset_root": None,
+                "build": _shim_build(sol, tmp_path / "cache")}
+
+    for src, name, wrong in ((GOOD_VR, "good_rms", False), (WRONG_SOMETIMES, "wrong_rms", True)):
+        req = request(src, name)
+        solution = RunnerState(torch.device("cpu"), None, tmp_path / "cache")
+        reference = RunnerState(torch.device("cpu"), None, tmp_path / "cache")
+        assert coarse.prepare(solution, req, "solution")["status"] == "OK"
+        ready = wg.stage(solution, k, m, eager=True)
+        assert ready["eager"] is True and ready["graph"] is False, ready
+        digests = wg.go(solution, seed, key)["digests"]
+        assert len(digests) == k * m and len(set(digests)) == k * m  # every call its own inputs
+        calls = list(range(k * m))  # all of them checked here
+        assert wg.expect(reference, req, seed, k, calls)["status"] == "OK"
+        folder = f"eager_{name}"
+        (scratch / folder).mkdir()
+        saved = wg.save(solution, calls, folder)["calls"]
+        res = wg.check(reference, req, seed, key, k, calls, [digests[c] for c in calls], saved, folder)
+        if wrong:
+            assert res["bad"] and all(b.startswith("call ") for b in res["bad"]), res
+        else:
+            assert res["bad"] == [], res
+        # the same seed gives the same calls again (the timed replays start from the seed, not from state)
+        assert wg.go(solution, seed, key)["digests"] == digests or wrong
+    null = RunnerState(torch.device("cpu"), None, tmp_path / "cache")
+    assert coarse.prepare(null, request(GOOD_VR, "good_rms"), "null")["status"] == "OK"
+    assert wg.stage(null, k, m, eager=True)["eager"] is True
+    assert len(wg.go(null, seed, key)["digests"]) == k * m
