@@ -428,8 +428,8 @@ class Supervisor:
             return trace("RUNTIME_ERROR", refused)
         r.served = sol_key
         mark("runner")
-        with supervise.held(r.proc.pid):  # the solution's runner runs nothing while the reference is timed
-            ref_stats = self._reference_stats(req, cfg, seed) if cfg.profile_baseline and cfg.fresh_runner_per_solution else None
+        ref_stats = (self._reference_stats(req, cfg, seed, quiet=r.proc.pid)
+                     if cfg.profile_baseline and cfg.fresh_runner_per_solution else None)
         if ref_stats is not None and "failed" in ref_stats:
             # the reference itself fails here (in a runner no solution ever ran in): the dataset's
             # or the machine's error, not this solution's; the solution is not run
@@ -523,8 +523,7 @@ class Supervisor:
                 _, old = self.parked.popitem(last=False)
                 self._discard(old)
             if mine is not None and mine.proc.poll() is None:
-                supervise.resume(mine.stopped)
-                mine.stopped = []
+                self._resume(mine)
                 self.runner = mine
                 return mine
             if mine is not None:
@@ -548,6 +547,12 @@ class Supervisor:
         if self._measuring:
             r.stopped = supervise.stop_tree(r.proc.pid)
 
+    @staticmethod
+    def _resume(r: RunnerHandle) -> None:
+        """Undo `_park`'s or `_parked_stopped`'s stop of `r` (nothing when it is running)."""
+        supervise.resume(r.stopped)
+        r.stopped = []
+
     @contextmanager
     def _parked_stopped(self) -> Iterator[None]:
         """Every parked runner stopped (supervise.stop_tree) while an evaluation runs: nothing a
@@ -566,8 +571,7 @@ class Supervisor:
             with self._runner_lock:
                 self._measuring = False
                 for p in self.parked.values():
-                    supervise.resume(p.stopped)
-                    p.stopped = []
+                    self._resume(p)
 
     # ------------------------------------------------------------------ the reference runner
     def reference_runner(self) -> Optional[RunnerHandle]:
@@ -584,10 +588,12 @@ class Supervisor:
             log.warning("no reference runner: %s", e)
             return None
 
-    def _reference_stats(self, req: Dict[str, Any], cfg: EvalConfig, seed: int) -> Optional[Dict[str, Any]]:
+    def _reference_stats(self, req: Dict[str, Any], cfg: EvalConfig, seed: int,
+                         quiet: Optional[int] = None) -> Optional[Dict[str, Any]]:
         """The reference's timing on this workload, from the reference runner (cached here, in the
         supervisor, for REF_CACHE_TTL_S); None when it cannot be had (the solution's runner then
-        times the reference itself, as before)."""
+        times the reference itself, as before). The runner `quiet` (the solution's) is stopped
+        while the reference is timed: nothing it left running shares the machine with it."""
         key = reference_key(req, cfg, self.device)
         hit = self.ref_cache.get(key)
         if hit is not None and time.monotonic() - hit[0] < REF_CACHE_TTL_S:
@@ -608,8 +614,9 @@ class Supervisor:
                    "seed": seed, "dataset_root": req.get("dataset_root")}
         nonce = os.urandom(8).hex()
         try:
-            send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
-            reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
+            with supervise.held(quiet):
+                send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
+                reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
         except TimeoutError:
             with self._runner_lock:
                 self._discard(rr)
@@ -744,7 +751,7 @@ class Supervisor:
                 for r in (self.runner, self.ref_runner, *self.parked.values()):
                     if r is None:
                         continue
-                    supervise.resume(r.stopped)  # a parked runner answers "exit" too
+                    self._resume(r)  # a parked runner answers "exit" too
                     try:
                         send_msg(r.sock, {"type": "exit"})
                         r.proc.wait(timeout=5)

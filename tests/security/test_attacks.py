@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import List
 
 from flashinfer_bench.bench.client import evaluate_via_worker, ping_worker
+from flashinfer_bench.bench.sandbox import supervise
+from flashinfer_bench.sandbox.procfs import task_state
 
 from tests.bench.conftest import rms_workload
 from .conftest import SECRET, Lab, flags
@@ -351,33 +353,20 @@ def _cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _descendants(pid: int) -> List[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
-                todo += [int(x) for x in (task / "children").read_text().split()]
-            except OSError:
-                continue
-    return out
+def _runners_of(worker_dir: Path) -> List[int]:
+    """Every process under the worker of `worker_dir` (its runners, the zygote and its children),
+    found by the supervisor's own walk of a process tree; other tests' workers are not looked at."""
+    return [p for w in _workers_of(worker_dir) for p in supervise._tree(w)[1:]]
+
+
+def _workers_of(worker_dir: Path) -> List[int]:
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and
+            b"flashinfer_bench.bench.worker" in _cmdline(d) and str(worker_dir).encode() in _cmdline(d)]
 
 
 def _busiest_runner(worker_dir: Path, seconds: float) -> tuple:
-    """(pid, CPU seconds) of the process under this lab's worker (its runners, the zygote's
-    children) that used the most CPU over `seconds`; other tests' workers are not looked at."""
-    workers = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                cmd = (d / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if b"flashinfer_bench.bench.worker" in cmd and str(worker_dir).encode() in cmd:
-                workers.append(int(d.name))
-    pids = [p for w in workers for p in _descendants(w)[1:]]
-    start = {p: _cpu_s(p) for p in pids}
+    """(pid, CPU seconds) of the process under this lab's worker that used the most CPU over `seconds`."""
+    start = {p: _cpu_s(p) for p in _runners_of(worker_dir)}
     time.sleep(seconds)
     return max(((p, _cpu_s(p) - c) for p, c in start.items()), key=lambda x: x[1], default=(0, 0.0))
 
@@ -447,10 +436,7 @@ def run(x, weight, eps):
 
 
 def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
+    return task_state(pid) or "gone"
 
 
 def test_a_stopped_runner_does_not_outlive_its_killed_worker(tmp_path: Path) -> None:
@@ -470,19 +456,15 @@ def test_a_stopped_runner_does_not_outlive_its_killed_worker(tmp_path: Path) -> 
         own.definition, slow, rms_workload(8), _shim_build(slow, own.cache), own.config, dataset_root=own.dataset)),
         daemon=True)
     th.start()
-    workers: List[int] = []
     stopped: List[int] = []
     end = time.monotonic() + 30
     while time.monotonic() < end and not stopped:  # the good solution's runner, parked and stopped
-        workers = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()
-                   and b"flashinfer_bench.bench.worker" in _cmdline(d) and str(own.worker_dir).encode() in _cmdline(d)]
-        tree = [p for w in workers for p in _descendants(w)[1:]]
-        stopped = [p for p in tree if _state(p) == "T"]
+        stopped = [p for p in _runners_of(own.worker_dir) if _state(p) == "T"]
         time.sleep(0.05)
     assert stopped, "no parked runner was stopped while another solution was evaluated"
     assert not done, "the slow evaluation ended before the worker was killed: the test proves nothing"
-    tree = [p for w in workers for p in _descendants(w)[1:]]
-    for w in workers:
+    tree = _runners_of(own.worker_dir)
+    for w in _workers_of(own.worker_dir):
         os.kill(w, 9)
     end = time.monotonic() + 15
     while time.monotonic() < end and any(_state(p) not in ("gone", "Z") for p in tree):

@@ -595,11 +595,16 @@ def eager_enabled() -> bool:
     return os.environ.get("FIB_WITNESS_EAGER", "off").strip().lower() in ("1", "on", "true", "yes")
 
 
+def _noise(null: Optional[float], n: int, eager: bool) -> float:
+    """A call's share of the round's allowance for its own spread (the bound's last term)."""
+    return max(NOISE_MS_EAGER if eager else NOISE_MS, NOISE_SHARE * (null or 0.0)) / n
+
+
 def _bound(lat: float, null: Optional[float], n: int, eager: bool) -> float:
     """The most a call of a round of n may take, timed from outside, for the claim `lat` to stand."""
     if eager:
-        return SLACK_EAGER * lat + ABS_MS_EAGER + max(NOISE_MS_EAGER, NOISE_SHARE * (null or 0.0)) / n
-    return SLACK * lat + ABS_MS + max(NOISE_MS, NOISE_SHARE * (null or 0.0)) / n
+        return SLACK_EAGER * lat + ABS_MS_EAGER + _noise(null, n, True)
+    return SLACK * lat + ABS_MS + _noise(null, n, False)
 
 
 def _replays(m: int, k: int, eager: bool) -> str:
@@ -641,7 +646,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
         null = w.null_ms(k, m)
         bound = _bound(lat, null, n, False)
         info["bound_ms"] = round(bound, 5)
-        info["noise_ms"] = round(max(NOISE_MS, NOISE_SHARE * null) / n, 6)  # of the bound, a call's share
+        info["noise_ms"] = round(_noise(null, n, False), 6)
         # the first round's seed and checked calls, drawn now: only the reference runner learns
         # them before the reply, and makes their inputs and reference outputs during the capture
         plan = [(int.from_bytes(os.urandom(8), "big") >> 2, int.from_bytes(os.urandom(4), "big"),
@@ -668,7 +673,7 @@ def _device_round(sup: Any, r: Any, rr: Any, request: Dict[str, Any], result: Di
             null = w.null_ms(k, m, eager=True)
             bound = _bound(lat, null, n, True)
             info["bound_ms"] = round(bound, 5)
-            info["noise_ms"] = round((bound - SLACK_EAGER * lat - ABS_MS_EAGER), 6)
+            info["noise_ms"] = round(_noise(null, n, True), 6)
             # its calls failing here, outside the clock, leave the verdict to the coarse round
             res, _ = w.ask("stage", r, {"type": "witness_graph_stage", "k": k, "m": m, "eager": True}, "fallback")
             if not res.get("eager"):
@@ -773,9 +778,9 @@ def judge_floor(
     `VOUCH_ABS_MS` (under the memory floor, plus the round's allowance for its own noise,
     `noise_ms`: an honest call under it skips inputs whose draws fill the round; under the launch
     floor not, where only a call that launches nothing is honest and the allowance, ~2 us a call
-    where the harness's draws and hashes dwarf the kernel, would hide a 2x forgery). Vouched, the trace is flagged suspect (the report and apply() rank no suspect
-    trace); not vouched, it is RUNTIME_ERROR (`implausible_latency`): the number was not measured,
-    so it is not recorded. Without a device-time estimate (the coarse round, whose resolution on a
+    where the harness's draws and hashes dwarf the kernel, would hide a 2x forgery). Vouched, the
+    trace is flagged suspect (the report and apply() rank no suspect trace); not vouched, it is
+    RUNTIME_ERROR (`implausible_latency`): the number was not measured, so it is not recorded. Without a device-time estimate (the coarse round, whose resolution on a
     GPU is the data's handover time), a claim under the launch floor fails (no call that launches a
     kernel is that fast; one that launches none is captured and vouched for) and one under the
     memory floor is flagged: an honest call may skip declared inputs that the floor counts
