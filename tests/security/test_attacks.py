@@ -371,14 +371,19 @@ def _busiest_runner(worker_dir: Path, seconds: float) -> tuple:
     return max(((p, _cpu_s(p) - c) for p, c in start.items()), key=lambda x: x[1], default=(0, 0.0))
 
 
-def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(lab: Lab) -> None:
+def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(tmp_path: Path, monkeypatch) -> None:
     """hidden_thread_burner starts four threads `threading` does not list, quiet while it is called
     and burning both cores as soon as it is not. While an evaluation runs the supervisor keeps
     every parked runner stopped, and the current one while it times the reference of its next
     workload (and the witness's null): its threads get no CPU then (between evaluations they
     burn), and the reference and an honest solution after it keep their times. (On a CPU the
     timings are CPU time and hardly move anyway; on a GPU the same threads' kernels would share
-    the device with the measured ones.)"""
+    the device with the measured ones.) Its own worker and measurement lock: beside the suite the
+    shared lock's wait (other tests' workers measuring) fell inside the window watched here."""
+    monkeypatch.setenv("FIB_MEASURE_LOCK_DIR", str(tmp_path / "locks"))
+    lab = Lab(tmp_path)
+    lab.start()
+
     def good(wl):
         return evaluate_via_worker(lab.definition, lab.good, wl, lab.good_build, lab.config, dataset_root=lab.dataset)
 
