@@ -42,6 +42,7 @@ from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
 from .sandbox import supervise, witness, witness_graph
+from .sandbox.keeper import Keeper
 from .speedup import reusable_reference
 
 log = logging.getLogger("flashinfer_bench.worker")
@@ -130,6 +131,11 @@ def reference_key(req: Dict[str, Any], cfg: EvalConfig, device: str) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()
 
 
+def sol_key_of(req: Dict[str, Any]) -> str:
+    """What a runner serves: the solution's build hash (its name when there is none)."""
+    return str((req.get("build") or {}).get("hash") or req.get("solution_name"))
+
+
 def describe_exit(rc: Optional[int]) -> str:
     if rc is None:
         return "still running"
@@ -166,7 +172,7 @@ class Supervisor:
         self.ref_cache: Dict[str, Tuple[float, Dict[str, Any]]] = {}
         # runners of other solutions, each serving only its own, least recently used first
         self.parked: "OrderedDict[str, RunnerHandle]" = OrderedDict()
-        self._measuring = False  # an evaluation is running: parked runners are stopped
+        self._keeper = Keeper()  # kills the runners if this process is killed (they may be stopped)
         self.last_ready: Optional[Dict[str, Any]] = None
         self._runner_lock = threading.Lock()
         self._measure_lock = threading.Lock()
@@ -253,6 +259,12 @@ class Supervisor:
             self._kill(proc)
             parent.close()
             raise RunnerStartError(f"the runner failed to start: {msg.get('error')}\n{msg.get('traceback', '')}")
+        try:
+            self._keeper.register(proc.pid)
+        except OSError as e:  # a runner nobody would kill if this worker died stopped is not started
+            self._kill(proc)
+            parent.close()
+            raise RunnerStartError(f"the runner keeper could not start: {e}") from e
         log.info("runner %d ready (pid %d, %.1fs)", n, proc.pid, msg.get("startup_s", 0))
         key = supervise.key_of(msg)
         msg.pop("key", None)
@@ -339,12 +351,12 @@ class Supervisor:
         A GPU evaluation that ran out of memory while other runners of this worker (parked ones,
         the reference runner) held GPU memory is not charged to the solution: those runners are
         stopped and the evaluation runs once more."""
-        with self._parked_stopped():
+        with self._current_stopped_after():
             tr = self._evaluate_once(req)
         if self.device != "cpu" and _out_of_memory(tr) and self._stop_idle_runners():
             log.warning("%s ran out of GPU memory beside idle runners: stopped them, evaluating again",
                         req.get("solution_name"))
-            with self._parked_stopped():
+            with self._current_stopped_after():
                 tr = self._evaluate_once(req)
         return tr
 
@@ -404,7 +416,7 @@ class Supervisor:
             r = self.ensure_runner()
         except RunnerStartError as e:
             return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
-        sol_key = str(build.get("hash") or req.get("solution_name"))
+        sol_key = sol_key_of(req)
         try:
             if cfg.fresh_runner_per_solution and r.served is not None and r.served != sol_key:
                 # another solution ran in this runner: whatever it left (patches, fds, threads,
@@ -423,6 +435,7 @@ class Supervisor:
                 r = self.ensure_runner()
         except RunnerStartError as e:
             return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
+        self._resume(r)  # stopped since its last job (`_current_stopped_after`): it runs again
         refused = supervise.refusal(r.ready, cfg.allow_unconfined)
         if refused:
             return trace("RUNTIME_ERROR", refused)
@@ -531,11 +544,13 @@ class Supervisor:
         return self.ensure_runner()
 
     def _park(self, r: RunnerHandle) -> None:
-        """A runner parked during an evaluation is stopped at once (`_parked_stopped`). On a GPU
-        it first gives back its cached inputs and allocator pool (the next runner's memory); one
-        that does not answer within PARK_TIMEOUT_S is discarded."""
+        """A parked runner stays stopped until its solution's next job. On a GPU it first gives
+        back its cached inputs and allocator pool (the next runner's memory; it runs for that,
+        under this worker's measurement lock); one that does not answer within PARK_TIMEOUT_S is
+        discarded."""
         try:
             if self.device != "cpu":
+                self._resume(r)
                 send_msg(r.sock, {"type": "trim"})
                 send_msg(r.sock, {"type": "ping"})
                 if (recv_msg(r.sock, timeout=PARK_TIMEOUT_S) or {}).get("type") != "pong":
@@ -544,34 +559,39 @@ class Supervisor:
             log.warning("parking runner pid %d: %s; discarded", r.proc.pid, e)
             self._discard(r)
             return
-        if self._measuring:
+        self._hold(r)
+
+    @staticmethod
+    def _hold(r: RunnerHandle) -> None:
+        """Stop `r` and everything it started (supervise.stop_tree), unless it is stopped already."""
+        if not r.stopped and r.proc.poll() is None:
             r.stopped = supervise.stop_tree(r.proc.pid)
 
     @staticmethod
     def _resume(r: RunnerHandle) -> None:
-        """Undo `_park`'s or `_parked_stopped`'s stop of `r` (nothing when it is running)."""
+        """Undo `_hold` (nothing when `r` is running)."""
         supervise.resume(r.stopped)
         r.stopped = []
 
     @contextmanager
-    def _parked_stopped(self) -> Iterator[None]:
-        """Every parked runner stopped (supervise.stop_tree) while an evaluation runs: nothing a
-        solution left in its runner (a thread `threading` does not list, a timer's signal
-        handler) runs beside another solution's measurement, the reference's timing or the
-        witness's. They run again between evaluations, so that one whose worker is gone sees its
-        channel close and exits."""
-        with self._runner_lock:
-            self._measuring = True
-            for p in self.parked.values():
-                if not p.stopped:
-                    p.stopped = supervise.stop_tree(p.proc.pid)
+    def _current_stopped_after(self) -> Iterator[None]:
+        """The current runner stopped (`_hold`) once the evaluation is over, if a solution ran in it.
+
+        A runner that has run a solution runs only while this worker evaluates that solution (it
+        is resumed for its own next job, `_evaluate_once`); parked runners stay stopped
+        (`_park`). Nothing a solution left running in its runner (a thread `threading` does not
+        list, a timer's signal handler, a child) then runs beside another solution's evaluation,
+        the reference's timing or the witness's, in this worker or in another worker of the
+        machine: those measure while holding the device's measurement lock, which this
+        evaluation held until now. A runner stopped for good when its worker is killed is killed
+        by the keeper (`sandbox.keeper`) or the runner zygote."""
         try:
             yield
         finally:
             with self._runner_lock:
-                self._measuring = False
-                for p in self.parked.values():
-                    self._resume(p)
+                r = self.runner
+                if r is not None and r.served is not None:
+                    self._hold(r)
 
     # ------------------------------------------------------------------ the reference runner
     def reference_runner(self) -> Optional[RunnerHandle]:
@@ -762,6 +782,7 @@ class Supervisor:
                 shutil.rmtree(self._private_runtime, ignore_errors=True)
             if self._zygote is not None:
                 self._zygote.close()
+            self._keeper.close()
 
 
 def main(argv: Optional[list] = None) -> int:
