@@ -23,12 +23,9 @@ def gpu_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         pytest.skip("no CUDA GPU")
     lab = Lab(tmp_path_factory.mktemp("security_gpu"))
     lab.config = lab.config.model_copy(update={"device": "cuda:0", "max_time_s": 0.1})
-    with pytest.MonkeyPatch.context() as mp:
-        # the GPU worker these tests start (at their first evaluation) runs the eager round, off by default
-        mp.setenv("FIB_WITNESS_EAGER", "on")
-        lab.start()
-        yield lab
-        shutdown_worker("cuda:0", lab.config)
+    lab.start()
+    yield lab
+    shutdown_worker("cuda:0", lab.config)
     lab.cleanup()
 
 

@@ -589,10 +589,10 @@ class _Round:
 
 
 def eager_enabled() -> bool:
-    """FIB_WITNESS_EAGER=on: calls no CUDA graph can hold get the eager round. Off by default
-    until it has run on a GPU (written in session 16 after the device time was spent); off, the
-    coarse round judges them, as it did before."""
-    return os.environ.get("FIB_WITNESS_EAGER", "off").strip().lower() in ("1", "on", "true", "yes")
+    """Calls no CUDA graph can hold get the eager round (on by default since session 17, when it
+    ran on the H100: the real families' torch solutions, `unwitnessed` on their large workloads
+    before, all judged and none disputed). FIB_WITNESS_EAGER=off: the coarse round judges them."""
+    return os.environ.get("FIB_WITNESS_EAGER", "on").strip().lower() not in ("0", "off", "false", "no")
 
 
 def _noise(null: Optional[float], n: int, eager: bool) -> float:
