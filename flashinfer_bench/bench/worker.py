@@ -131,6 +131,26 @@ def reference_key(req: Dict[str, Any], cfg: EvalConfig, device: str) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()
 
 
+def _leftovers(r: RunnerHandle, result: Dict[str, Any]) -> None:
+    """Processes the solution left running after its evaluation (and the witness), seen from
+    here: the runner is replaced, so none of them lives into another job (stopped between jobs,
+    one that forks its successor faster than a walk of the tree could slip through a stop), and
+    a PASSED trace is marked `background_work` (suspect) as the runner's own guard would have,
+    had the solution not disarmed it."""
+    left = supervise.leftover_processes(r.proc.pid, (r.ready or {}).get("pid"))
+    if not left:
+        return
+    result["healthy"] = False
+    result["unhealthy_reason"] = f"the solution left {len(left)} process(es) running"
+    extra = result.setdefault("extra", {})
+    if result.get("status") == "PASSED" and "background_work" not in (extra.get("flags") or []):
+        extra["flags"] = [*(extra.get("flags") or []), "background_work"]
+        extra["suspect"] = True
+        extra["notes"] = [*(extra.get("notes") or []), (
+            f"supervisor: {len(left)} process(es) of the solution still running after its evaluation; "
+            f"its runner was replaced")]
+
+
 def sol_key_of(req: Dict[str, Any]) -> str:
     """What a runner serves: the solution's build hash (its name when there is none)."""
     return str((req.get("build") or {}).get("hash") or req.get("solution_name"))
@@ -435,13 +455,14 @@ class Supervisor:
                 r = self.ensure_runner()
         except RunnerStartError as e:
             return trace("RUNTIME_ERROR", f"the evaluation could not start a runner on {self.device}: {e}")
-        self._resume(r)  # stopped since its last job (`_current_stopped_after`): it runs again
         refused = supervise.refusal(r.ready, cfg.allow_unconfined)
         if refused:
             return trace("RUNTIME_ERROR", refused)
         r.served = sol_key
         mark("runner")
-        ref_stats = (self._reference_stats(req, cfg, seed, quiet=r.proc.pid)
+        # the solution's runner, stopped since its last job (`_current_stopped_after`), stays
+        # stopped while the reference is timed: nothing it left runs beside it
+        ref_stats = (self._reference_stats(req, cfg, seed)
                      if cfg.profile_baseline and cfg.fresh_runner_per_solution else None)
         if ref_stats is not None and "failed" in ref_stats:
             # the reference itself fails here (in a runner no solution ever ran in): the dataset's
@@ -462,6 +483,7 @@ class Supervisor:
         nonce = os.urandom(8).hex()
         shm["before"] = _shm_entries()
         watch = supervise.MemoryWatch.for_runner(r.proc.pid, r.ready)
+        self._resume(r)  # its job: it runs again
         try:
             with watch:
                 send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
@@ -504,6 +526,7 @@ class Supervisor:
             witness_graph.judge(self, r, request, result, self.device, cfg.timeout_s)  # GPU: device time first
         mark("witness")
         witness_graph.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
+        _leftovers(r, result)
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
@@ -536,8 +559,7 @@ class Supervisor:
                 _, old = self.parked.popitem(last=False)
                 self._discard(old)
             if mine is not None and mine.proc.poll() is None:
-                self._resume(mine)
-                self.runner = mine
+                self.runner = mine  # still stopped: resumed once the reference is timed
                 return mine
             if mine is not None:
                 self._discard(mine)
@@ -608,12 +630,11 @@ class Supervisor:
             log.warning("no reference runner: %s", e)
             return None
 
-    def _reference_stats(self, req: Dict[str, Any], cfg: EvalConfig, seed: int,
-                         quiet: Optional[int] = None) -> Optional[Dict[str, Any]]:
+    def _reference_stats(self, req: Dict[str, Any], cfg: EvalConfig, seed: int) -> Optional[Dict[str, Any]]:
         """The reference's timing on this workload, from the reference runner (cached here, in the
         supervisor, for REF_CACHE_TTL_S); None when it cannot be had (the solution's runner then
-        times the reference itself, as before). The runner `quiet` (the solution's) is stopped
-        while the reference is timed: nothing it left running shares the machine with it."""
+        times the reference itself, as before). Every runner that ran a solution is stopped
+        meanwhile (`_current_stopped_after`): nothing a solution left shares the machine with it."""
         key = reference_key(req, cfg, self.device)
         hit = self.ref_cache.get(key)
         if hit is not None and time.monotonic() - hit[0] < REF_CACHE_TTL_S:
@@ -634,9 +655,8 @@ class Supervisor:
                    "seed": seed, "dataset_root": req.get("dataset_root")}
         nonce = os.urandom(8).hex()
         try:
-            with supervise.held(quiet):
-                send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
-                reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
+            send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
+            reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
         except TimeoutError:
             with self._runner_lock:
                 self._discard(rr)

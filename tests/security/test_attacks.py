@@ -465,6 +465,32 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(tm
         shutdown_worker("cpu", w.config)
 
 
+def test_processes_left_running_are_seen_from_outside_the_runner(tmp_path: Path, monkeypatch) -> None:
+    """hopping_burner leaves two chains of processes whose every member forks its successor and
+    exits within ~3 ms, each in a session of its own, the first one reaped at once: the runner's
+    own check of leftover children (in the solution's process) sees nothing, and a process one
+    walk of the tree lists may be gone before the stop reaches it while its successor was not
+    listed. The supervisor looks at the runner's process tree itself after the evaluation: the
+    trace is marked `background_work` (suspect) and the runner replaced, so none of the chains
+    lives into another job; none is left under the worker."""
+    monkeypatch.setenv("FIB_MEASURE_LOCK_DIR", str(tmp_path / "locks"))
+    lab = Lab(tmp_path)
+    lab.start()
+    t = lab.run("hopping_burner", workload=rms_workload(64, uuid="hopper"))
+    ev = t.evaluation
+    assert ev.status.value == "PASSED", ev.log[-2000:]
+    assert "background_work" in flags(t) and ev.correctness.extra.get("suspect"), ev.correctness.extra
+    assert any("supervisor:" in n and "process(es)" in n for n in ev.correctness.extra.get("notes") or []), \
+        ev.correctness.extra.get("notes")
+    time.sleep(0.5)
+    hoppers = [p for p in _runners_of(lab.worker_dir) if b"-S\x00-c\x00" in _cmdline(Path(f"/proc/{p}"))
+               and _state(p) not in ("gone", "Z")]
+    assert not hoppers, {p: _state(p) for p in hoppers}
+    after = lab.run_good(rms_workload(2048, uuid="hopper_honest"))
+    assert after.evaluation.status.value == "PASSED", after.evaluation.log[-2000:]
+    shutdown_worker("cpu", lab.config)
+
+
 SLOW_RMS = """import time
 
 import torch
@@ -492,8 +518,9 @@ def test_a_stopped_runner_does_not_outlive_its_killed_worker(tmp_path: Path, zyg
 
     own = Lab(tmp_path)
     own.start(env={"FIB_RUNNER_ZYGOTE": zygote})
-    assert evaluate_via_worker(own.definition, own.good, rms_workload(8), own.good_build, own.config,
-                               dataset_root=own.dataset).evaluation.status.value == "PASSED"
+    first = evaluate_via_worker(own.definition, own.good, rms_workload(8), own.good_build, own.config,
+                                dataset_root=own.dataset).evaluation
+    assert first.status.value == "PASSED", first.log[-2000:]
     slow = make_solution("slow_rms", SLOW_RMS, own.definition)
     done: List[object] = []
     th = threading.Thread(target=lambda: done.append(evaluate_via_worker(

@@ -22,12 +22,15 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ...sandbox.policy import Settings
+from ...sandbox.procfs import task_state
 from . import channel
 
 STATUSES = {
     "PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT",
 }
 FLOOR_FACTOR = 0.25
+STOP_WALKS = 64  # walks of a runner's tree while stopping it, at most (until one finds all stopped)
+_STILL = ("T", "t", "Z", "X")  # stopped, traced, exited (unreadable, None, is not: a process being made)
 # a claim under this share of the smallest kernel's time (the runner's calibration, before any
 # solution): no call that launches a kernel is that fast
 LAUNCH_FLOOR_FACTOR = 0.8
@@ -129,24 +132,71 @@ def stop_tree(pid: int) -> List[int]:
         os.killpg(pid, signal.SIGSTOP)
     except OSError:  # gone, or not a group leader: its tree below still is stopped
         pass
-    pids = _tree(pid)
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGSTOP)
-        except OSError:
+    # walked again until a walk finds every process stopped: a process that forks its successor
+    # and exits between a walk and its signal (`hopping_burner`) leaves that successor to the
+    # next walk. Judged by each process's state, not by its pid: such chains wrap the pid space
+    # within seconds, and a new process may carry a pid signalled before
+    # (twice alike: a walk reads a process's children before its state, and a fork the stop
+    # caught in flight still completes, its child linked after the list was read; once a walk
+    # has seen every process stopped, none can fork any more, and the next walk sees all)
+    pids: List[int] = [pid]  # every process seen, the runner first (`resume` signals its group)
+    seen = {pid}
+    still: Optional[set] = None  # the previous walk's processes, when it found all of them stopped
+    for _ in range(STOP_WALKS):
+        tree = _tree(pid)
+        for p in tree:
+            if p not in seen:
+                seen.add(p)
+                pids.append(p)
+        moving = [p for p in tree if task_state(p) not in _STILL]
+        if not moving:
+            if still == set(tree):
+                break
+            still = set(tree)
             continue
+        still = None
+        for p in moving:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                continue
     return pids
 
 
+def leftover_processes(pid: int, runner_pid: Optional[int]) -> List[int]:
+    """Processes under the runner started as `pid` other than the runner `runner_pid` (its host
+    pid, from its ready message) and the chain of processes that started it (its shim, a pid
+    namespace's init): children a solution left running after its evaluation, seen from outside
+    the runner (the runner's own guard says so too, but code in the runner can disarm it). Exited
+    ones not yet reaped (zombies) are not counted."""
+    tree = _tree(pid)
+    own = {pid}
+    if isinstance(runner_pid, int) and runner_pid in tree:
+        p: Optional[int] = runner_pid
+        while p is not None and p not in own:
+            own.add(p)
+            p = _parent(p)
+    return [p for p in tree if p not in own and task_state(p) not in (None, "Z", "X")]
+
+
+def _parent(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def resume(pids: List[int]) -> None:
-    """Undo `stop_tree`: SIGCONT to the group and to every process it stopped."""
+    """Undo `stop_tree`: SIGCONT to the group, to every process it saw and to every process
+    under the runner now (a stopped process cannot leave the tree)."""
     if not pids:
         return
     try:
         os.killpg(pids[0], signal.SIGCONT)
     except OSError:
         pass
-    for p in pids:
+    for p in dict.fromkeys([*pids, *_tree(pids[0])]):
         try:
             os.kill(p, signal.SIGCONT)
         except OSError:
