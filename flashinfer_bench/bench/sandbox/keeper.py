@@ -25,14 +25,7 @@ import sys
 import threading
 from typing import Dict, List, Optional
 
-
-def start_time(pid: int) -> Optional[int]:
-    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22); None when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+from ...sandbox.procfs import start_time
 
 
 def kill_runner(pid: int, started: Optional[int]) -> None:

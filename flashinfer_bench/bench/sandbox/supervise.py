@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ...sandbox.policy import Settings
-from ...sandbox.procfs import task_state
+from ...sandbox.procfs import parent_pid, task_state
 from . import channel
 
 STATUSES = {
@@ -175,16 +175,9 @@ def leftover_processes(pid: int, runner_pid: Optional[int]) -> List[int]:
         p: Optional[int] = runner_pid
         while p is not None and p not in own:
             own.add(p)
-            p = _parent(p)
+            p = parent_pid(p)
     return [p for p in tree if p not in own and task_state(p) not in (None, "Z", "X")]
 
-
-def _parent(pid: int) -> Optional[int]:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def resume(pids: List[int]) -> None:
