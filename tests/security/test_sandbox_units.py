@@ -534,3 +534,40 @@ def test_a_stop_catches_processes_that_hop_faster_than_a_walk(tmp_path: Path) ->
     p = subprocess.run([sys.executable, "-c", HOPPERS, repo, "40"], capture_output=True, text=True, timeout=120,
                        start_new_session=True)
     assert "ESCAPED 0" in p.stdout, (p.stdout, p.stderr[-2000:])
+
+
+def test_the_keeper_kills_what_was_registered_and_nothing_else() -> None:
+    """The keeper kills, when its worker's pipe closes, every registered runner (stopped ones
+    too) with everything below it, and leaves alone a pid registered with another start time
+    (a runner that died and whose pid a stranger now holds)."""
+    import os
+    import signal
+    import time
+
+    from flashinfer_bench.bench.sandbox.keeper import Keeper
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    def sleeper(children: int = 0) -> subprocess.Popen:
+        code = "import os, time\n" + "".join("os.fork() or time.sleep(300)\n" for _ in range(children)) + "time.sleep(300)"
+        return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+
+    runner, stranger = sleeper(children=1), sleeper()
+    time.sleep(0.5)
+    below = [int(x) for x in Path(f"/proc/{runner.pid}/task/{runner.pid}/children").read_text().split()]
+    assert below, "the runner's child did not start"
+    os.kill(runner.pid, signal.SIGSTOP)  # a stopped runner never sees a channel close
+    keeper = Keeper()
+    keeper.register(runner.pid)
+    assert keeper._proc is not None and keeper._proc.stdin is not None
+    keeper._proc.stdin.write(f"{stranger.pid} 1\n".encode())  # a start time it does not have
+    keeper._proc.stdin.flush()
+    keeper.close()  # as when the worker is gone: the pipe reads EOF
+    runner.wait(timeout=10)
+    assert runner.returncode == -signal.SIGKILL
+    end = time.monotonic() + 5
+    while time.monotonic() < end and task_state(below[0]) not in (None, "Z"):
+        time.sleep(0.05)
+    assert task_state(below[0]) in (None, "Z"), "the runner's child outlived it"
+    assert stranger.poll() is None, "the keeper killed a process it did not start"
+    stranger.kill()
+    stranger.wait()
