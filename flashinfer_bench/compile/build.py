@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from ..data import Definition, Solution
+from ..sandbox.proctree import kill_tree
 from . import keys
 from . import toolchain as tc
 from . import zygote
@@ -239,10 +240,9 @@ def _child_result(control: Path, rc: int, log_path: Path, src: Path) -> Tuple[st
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """The build child and everything it started: a process in a session of its own is not in
+    its group, and would outlive it (`build_timeout_daemon`)."""
+    kill_tree(proc.pid)
     proc.wait()
 
 

@@ -35,6 +35,8 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..sandbox.proctree import kill_tree
+
 IDLE_S = 600.0
 START_WAIT_S = 30.0
 _PKG = Path(__file__).resolve().parent.parent
@@ -305,10 +307,7 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                 else:  # a waiting client closed its end (killed, or gave up on a timeout)
                     pid = key.data
                     sel.unregister(key.fileobj)
-                    try:
-                        os.killpg(pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
+                    kill_tree(pid)  # its process group would miss what runs in a session of its own
             for pid in list(running):
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done == 0:

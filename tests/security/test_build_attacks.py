@@ -125,3 +125,27 @@ def test_a_planted_log_link_cannot_read_a_secret(lab: Lab, victim: Dict, unchang
     assert "failing on purpose" in log or "planted" in log or "denied" in log, log[-2000:]
     assert lab.marker not in log, "the secret reached the build result"
     unchanged()
+
+
+def test_a_build_that_times_out_leaves_nothing_running(lab: Lab, tmp_path: Path) -> None:
+    """The entry module's body double-forks a daemon into its own session, then hangs past the
+    build's timeout: the timed-out build is COMPILE_ERROR and the daemon dies with it (killing
+    the build child's process group missed it: another session, reparented to init)."""
+    import re
+    import time
+
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    sol = lab.solution("build_timeout_daemon")
+    r = build(sol, lab.definition, tmp_path / "cache", timeout_s=8)
+    assert r.status == "COMPILE_ERROR" and "timed out" in (r.message or ""), (r.status, r.message)
+    m = re.search(r"DAEMON PID (\d+)", r.log or "")
+    assert m, (r.log or "")[-2000:]
+    pid = int(m.group(1))
+    end = time.monotonic() + 5
+    while time.monotonic() < end and task_state(pid) not in (None, "Z"):
+        time.sleep(0.05)
+    state = task_state(pid)
+    if state not in (None, "Z"):
+        os.kill(pid, 9)  # do not leave it burning a core for the rest of the suite
+    assert state in (None, "Z"), f"the build's daemon {pid} outlived the timed-out build ({state})"

@@ -18,7 +18,6 @@ the keeper covers those started from scratch (the default on a GPU) and those al
 """
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -26,24 +25,15 @@ import threading
 from typing import Dict, List, Optional
 
 from ...sandbox.procfs import start_time
+from ...sandbox.proctree import kill_tree
 
 
 def kill_runner(pid: int, started: Optional[int]) -> None:
     """SIGKILL the runner `pid` (if it is still the process that started at `started`), every
     process below it and its process group. SIGKILL ends a stopped process too."""
-    from .supervise import _tree
-
     if started is not None and start_time(pid) != started:
         return
-    for p in reversed(_tree(pid)):
-        try:
-            os.kill(p, signal.SIGKILL)
-        except OSError:
-            continue
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    kill_tree(pid)
 
 
 def serve(stream) -> int:  # noqa: ANN001 - a binary file

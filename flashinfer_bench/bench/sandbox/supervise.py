@@ -23,14 +23,14 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ...sandbox.policy import Settings
 from ...sandbox.procfs import parent_pid, task_state
+from ...sandbox.proctree import resume, stop_tree  # noqa: F401 - the supervisor's API
+from ...sandbox.proctree import tree as _tree
 from . import channel
 
 STATUSES = {
     "PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR", "COMPILE_ERROR", "TIMEOUT",
 }
 FLOOR_FACTOR = 0.25
-STOP_WALKS = 64  # walks of a runner's tree while stopping it, at most (until one finds all stopped)
-_STILL = ("T", "t", "Z", "X")  # stopped, traced, exited (unreadable, None, is not: a process being made)
 # a claim under this share of the smallest kernel's time (the runner's calibration, before any
 # solution): no call that launches a kernel is that fast
 LAUNCH_FLOOR_FACTOR = 0.8
@@ -105,64 +105,6 @@ def uncovered(ready: Optional[Dict[str, Any]], paths: Iterable[Optional[str]]) -
 
 
 # ----------------------------------------------------------------------------- memory
-def _tree(pid: int) -> List[int]:
-    out, todo = [], [pid]
-    while todo and len(out) < 100_000:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for tid in os.listdir(f"/proc/{p}/task"):
-                try:
-                    with open(f"/proc/{p}/task/{tid}/children") as f:
-                        todo += [int(x) for x in f.read().split()]
-                except OSError:
-                    continue
-        except OSError:
-            continue
-    return out
-
-
-def stop_tree(pid: int) -> List[int]:
-    """Stop (SIGSTOP) the runner `pid`, its process group and every process it started; the pids
-    stopped, for `resume`. A stopped runner runs nothing: no thread, timer or signal handler the
-    solution left can burn a CPU or launch GPU work while another solution is evaluated or the
-    reference and the witness's null are timed (issue 15: cross-talk that no in-process check
-    sees, e.g. a thread started with `_thread.start_new_thread`, invisible to `threading`)."""
-    try:
-        os.killpg(pid, signal.SIGSTOP)
-    except OSError:  # gone, or not a group leader: its tree below still is stopped
-        pass
-    # walked again until a walk finds every process stopped: a process that forks its successor
-    # and exits between a walk and its signal (`hopping_burner`) leaves that successor to the
-    # next walk. Judged by each process's state, not by its pid: such chains wrap the pid space
-    # within seconds, and a new process may carry a pid signalled before
-    # (twice alike: a walk reads a process's children before its state, and a fork the stop
-    # caught in flight still completes, its child linked after the list was read; once a walk
-    # has seen every process stopped, none can fork any more, and the next walk sees all)
-    pids: List[int] = [pid]  # every process seen, the runner first (`resume` signals its group)
-    seen = {pid}
-    still: Optional[set] = None  # the previous walk's processes, when it found all of them stopped
-    for _ in range(STOP_WALKS):
-        tree = _tree(pid)
-        for p in tree:
-            if p not in seen:
-                seen.add(p)
-                pids.append(p)
-        moving = [p for p in tree if task_state(p) not in _STILL]
-        if not moving:
-            if still == set(tree):
-                break
-            still = set(tree)
-            continue
-        still = None
-        for p in moving:
-            try:
-                os.kill(p, signal.SIGSTOP)
-            except OSError:
-                continue
-    return pids
-
-
 def leftover_processes(pid: int, runner_pid: Optional[int]) -> List[int]:
     """Processes under the runner started as `pid` other than the runner `runner_pid` (its host
     pid, from its ready message) and the chain of processes that started it (its shim, a pid
@@ -178,22 +120,6 @@ def leftover_processes(pid: int, runner_pid: Optional[int]) -> List[int]:
             p = parent_pid(p)
     return [p for p in tree if p not in own and task_state(p) not in (None, "Z", "X")]
 
-
-
-def resume(pids: List[int]) -> None:
-    """Undo `stop_tree`: SIGCONT to the group, to every process it saw and to every process
-    under the runner now (a stopped process cannot leave the tree)."""
-    if not pids:
-        return
-    try:
-        os.killpg(pids[0], signal.SIGCONT)
-    except OSError:
-        pass
-    for p in dict.fromkeys([*pids, *_tree(pids[0])]):
-        try:
-            os.kill(p, signal.SIGCONT)
-        except OSError:
-            continue
 
 
 @contextmanager

@@ -1,0 +1,106 @@
+"""A process and everything below it: walk, stop, resume, kill (torch-free, no privileges).
+
+Used on runners (the supervisor stops one whenever it is not evaluating its solution, the keeper
+kills them when their worker is gone) and on build children (killed whole when a build times
+out): what a solution starts must not run on, or outlive its owner, however it hides (a session
+of its own, a chain of processes that fork their successor and exit, issue 15).
+"""
+from __future__ import annotations
+
+import os
+import signal
+from typing import List, Optional
+
+from .procfs import task_state
+
+STOP_WALKS = 64  # walks of a tree while stopping it, at most (until two in a row find all stopped)
+_STILL = ("T", "t", "Z", "X")  # stopped, traced, exited (unreadable, None, is not: a process being made)
+
+
+def tree(pid: int) -> List[int]:
+    """`pid` and every process below it (the children of each of its threads, recursively), `pid`
+    first. The kernel only promises /proc/<p>/task/<tid>/children complete for stopped
+    processes: `stop_tree` walks until its answer holds."""
+    out, todo = [], [pid]
+    while todo and len(out) < 100_000:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                try:
+                    with open(f"/proc/{p}/task/{tid}/children") as f:
+                        todo += [int(x) for x in f.read().split()]
+                except OSError:
+                    continue
+        except OSError:
+            continue
+    return out
+
+
+def stop_tree(pid: int) -> List[int]:
+    """Stop (SIGSTOP) `pid`, its process group and every process below it; the pids seen, `pid`
+    first, for `resume`. A stopped process runs nothing: no thread, timer or signal handler.
+
+    The tree is walked again until two walks in a row find the same processes, all stopped: a
+    process that forks its successor and exits between a walk and its signal leaves that
+    successor to the next walk; a fork the stop catches in flight still completes, its child
+    linked after the parent's list was read (once a walk has seen every process stopped, none
+    can fork any more, and the next walk sees all). Judged by each process's state, not by its
+    pid: such chains wrap the pid space within seconds."""
+    try:
+        os.killpg(pid, signal.SIGSTOP)
+    except OSError:  # gone, or not a group leader: its tree below still is stopped
+        pass
+    pids: List[int] = [pid]
+    seen = {pid}
+    still: Optional[set] = None  # the previous walk's processes, when it found all of them stopped
+    for _ in range(STOP_WALKS):
+        now = tree(pid)
+        for p in now:
+            if p not in seen:
+                seen.add(p)
+                pids.append(p)
+        moving = [p for p in now if task_state(p) not in _STILL]
+        if not moving:
+            if still == set(now):
+                break
+            still = set(now)
+            continue
+        still = None
+        for p in moving:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                continue
+    return pids
+
+
+def resume(pids: List[int]) -> None:
+    """Undo `stop_tree`: SIGCONT to the group, to every process it saw and to every process
+    below the first now (a stopped process cannot leave the tree)."""
+    if not pids:
+        return
+    try:
+        os.killpg(pids[0], signal.SIGCONT)
+    except OSError:
+        pass
+    for p in dict.fromkeys([*pids, *tree(pids[0])]):
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            continue
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid`, every process below it and its process group. Stopped whole first: killed
+    one by one, a process's children would be handed to init (or the next subreaper up) as it
+    died, out of this tree, before their turn came."""
+    for p in stop_tree(pid):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            continue
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
