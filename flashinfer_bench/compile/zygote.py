@@ -35,7 +35,6 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..sandbox.proctree import kill_tree
 
 IDLE_S = 600.0
 START_WAIT_S = 30.0
@@ -307,7 +306,11 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                 else:  # a waiting client closed its end (killed, or gave up on a timeout)
                     pid = key.data
                     sel.unregister(key.fileobj)
-                    kill_tree(pid)  # its process group would miss what runs in a session of its own
+                    # the whole tree: its process group would miss what runs in a session of its own.
+                    # Imported here: jobs load this module by path, stdlib only (scripts/_job.py)
+                    from flashinfer_bench.sandbox.proctree import kill_tree
+
+                    kill_tree(pid)
             for pid in list(running):
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done == 0:
