@@ -88,6 +88,33 @@ def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
         time.sleep(0.1)
 
 
+def test_a_timed_out_build_takes_what_it_started_in_another_session_along(running_zygote, cache) -> None:
+    """The module body double-forks a daemon into a session of its own, then hangs: the zygote
+    kills the timed-out build's whole tree (its process group alone missed the daemon)."""
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    src = ("import os, time\n"
+           "if os.fork() == 0:\n"
+           "    if os.fork() == 0:\n"
+           "        os.setsid()\n"
+           "        print('DAEMON PID', os.getpid(), flush=True)\n"
+           "        time.sleep(120)\n"
+           "    os._exit(0)\n"
+           "os.wait()\n"
+           "time.sleep(60)\n") + PY_ADD
+    r = build(solution({"main.py": src}, "main.py::run"), VADD, cache, timeout_s=4)
+    assert r.status == COMPILE_ERROR and "timed out" in r.message, (r.status, r.message)
+    pid = int(next(line for line in r.log.splitlines() if line.startswith("DAEMON PID")).split()[2])
+    deadline = time.monotonic() + 10
+    while task_state(pid) not in (None, "Z"):
+        if time.monotonic() > deadline:
+            import os
+
+            os.kill(pid, 9)
+            raise AssertionError("the build's daemon outlived the timed-out build")
+        time.sleep(0.1)
+
+
 def test_a_build_zygote_refuses_workflow_jobs(running_zygote) -> None:
     """Builders know no runner: the build zygote forks builds only (a workflow job then runs
     itself); the workflow's job server adds them (pipeline/job_server.py)."""
