@@ -42,7 +42,7 @@ from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
 from .sandbox import supervise, witness, witness_graph
-from .sandbox.keeper import Keeper
+from ..sandbox.keeper import Keeper
 from .speedup import reusable_reference
 
 log = logging.getLogger("flashinfer_bench.worker")

@@ -10,6 +10,7 @@ rebuilds at once.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from ..data import Definition, Solution
+from ..sandbox.keeper import Keeper
 from ..sandbox.proctree import kill_tree
 from . import keys
 from . import toolchain as tc
@@ -154,6 +156,12 @@ def _from_manifest(m: Dict[str, Any], artifact: Path) -> BuildResult:
     )
 
 
+_log = logging.getLogger("flashinfer_bench.compile")
+# kills the build children of this process should it die mid-build (one keeper a process)
+_KEEPER = Keeper()
+KEPT = "FIB_BUILD_KEPT"  # tells the child the keeper holds it: no death signal of its own
+
+
 def _child_env(tmp: Path) -> Dict[str, str]:
     env = dict(os.environ)
     env["TRITON_CACHE_DIR"] = str(tmp / "triton_cache")
@@ -206,11 +214,23 @@ def _run_child(
         status, message, log, info = _child_result(control, rc, log_path, src)
         return status, message, log, {**info, "build_process": "zygote_fork"}
     cmd = [sys.executable, "-m", "flashinfer_bench.compile.child", str(job_path)]
+    env = _child_env(tmp)
+    try:
+        _KEEPER.start()  # should this process die mid-build, the keeper kills the build whole
+        env[KEPT] = "1"  # ... instead of the child's own death signal (see compile/child.py)
+    except OSError as e:
+        _log.warning("no keeper for builds (%s): a build outlives nothing but its parent's death", e)
     with open(log_path, "wb") as log_f:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=log_f, stderr=subprocess.STDOUT, cwd=tmp,
-            env=_child_env(tmp), start_new_session=True,
+            env=env, start_new_session=True,
         )
+        if env.get(KEPT):
+            try:
+                _KEEPER.register(proc.pid)
+            except OSError as e:  # kept by nobody and without its own death signal: not run
+                _kill_tree(proc)
+                return COMPILE_ERROR, f"the build could not be registered with its keeper: {e}", "", {}
         try:
             rc = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

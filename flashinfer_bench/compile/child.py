@@ -32,8 +32,15 @@ def run_job(job: Dict[str, Any]) -> Outcome:
 
 def die_with_parent() -> None:
     """Get SIGKILLed when the building process dies (Linux), so a killed build leaves no orphan
-    that keeps working; exit at once if it is already gone."""
+    that keeps working; exit at once if it is already gone. Not where a keeper holds this build
+    (FIB_BUILD_KEPT, `sandbox/keeper.py`): dying by its own death signal, this process would hand
+    what the build started in a session of its own to init before the keeper could kill it
+    whole."""
     parent = int(os.environ.get("FIB_BUILD_PARENT_PID", "0"))
+    if os.environ.pop("FIB_BUILD_KEPT", "") == "1":
+        if parent and os.getppid() != parent:
+            os._exit(1)
+        return
     try:
         import ctypes
 

@@ -149,3 +149,67 @@ def test_a_build_that_times_out_leaves_nothing_running(lab: Lab, tmp_path: Path)
     if state not in (None, "Z"):
         os.kill(pid, 9)  # do not leave it burning a core for the rest of the suite
     assert state in (None, "Z"), f"the build's daemon {pid} outlived the timed-out build ({state})"
+
+
+DAEMON_THEN_HANG = """import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setsid()
+        print('DAEMON PID', os.getpid(), flush=True)
+        time.sleep(120)
+    os._exit(0)
+os.wait()
+time.sleep(120)
+
+
+def run(x, weight, eps):
+    return x
+"""
+
+BUILD_IN_A_PROCESS = """import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from tests.bench.conftest import make_solution, rms_definition
+from flashinfer_bench.compile import build
+d = rms_definition()
+build(make_solution("daemon_then_hang", Path(sys.argv[2]).read_text(), d), d, Path(sys.argv[3]), timeout_s=120)
+"""
+
+
+def test_a_build_whose_parent_is_killed_leaves_nothing_running(tmp_path: Path) -> None:
+    """The process running a build is SIGKILLed mid-build (a user's kill -9, the OOM killer): the
+    build child's own death signal would end it alone and hand the daemon it started in a session
+    of its own to init. The keeper kills the build whole."""
+    import re
+    import signal
+    import time
+
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    src = tmp_path / "main.py"
+    src.write_text(DAEMON_THEN_HANG)
+    repo = str(Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen([sys.executable, "-c", BUILD_IN_A_PROCESS, repo, str(src), str(tmp_path / "cache")],
+                            start_new_session=True)
+    pid = None
+    end = time.monotonic() + 60
+    while pid is None and time.monotonic() < end:
+        for log in (tmp_path / "cache").rglob("build.log"):
+            m = re.search(r"DAEMON PID (\d+)", log.read_text(errors="replace"))
+            if m:
+                pid = int(m.group(1))
+        time.sleep(0.2)
+    try:
+        assert pid is not None, "the build's daemon did not start"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        end = time.monotonic() + 10
+        while time.monotonic() < end and task_state(pid) not in (None, "Z"):
+            time.sleep(0.1)
+        state = task_state(pid)
+        assert state in (None, "Z"), f"the build's daemon {pid} outlived the killed build ({state})"
+    finally:
+        if pid is not None and task_state(pid) not in (None, "Z"):
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()

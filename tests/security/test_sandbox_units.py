@@ -566,7 +566,7 @@ def test_the_keeper_kills_what_was_registered_and_nothing_else() -> None:
     import signal
     import time
 
-    from flashinfer_bench.bench.sandbox.keeper import Keeper
+    from flashinfer_bench.sandbox.keeper import Keeper
     from flashinfer_bench.sandbox.procfs import task_state
 
     def sleeper(children: int = 0) -> subprocess.Popen:

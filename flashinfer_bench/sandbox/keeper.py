@@ -1,4 +1,4 @@
-"""The runner keeper: kills a worker's runners when the worker is gone, stopped ones too.
+"""The keeper: kills a process's runners or build children when that process is gone, stopped ones too.
 
 A runner that has run a solution is stopped (SIGSTOP) whenever its supervisor is not talking to
 it (`worker.Supervisor`, issue 15: nothing a solution left running may share the machine with
@@ -11,10 +11,13 @@ reads EOF (the worker is gone, however it went), the keeper SIGKILLs every regis
 that is still the same process (its start time matches: a recycled pid is left alone), every
 process below it, and its process group, then exits.
 
-    python -m flashinfer_bench.bench.sandbox.keeper        (the pipe on stdin)
+    python -m flashinfer_bench.sandbox.keeper        (the pipe on stdin)
 
 Torch-free and fast to start (~0.1 s); the runner zygote does the same for the runners it forks,
-the keeper covers those started from scratch (the default on a GPU) and those alike.
+the keeper covers those started from scratch (the default on a GPU) and those alike. A build
+started as a process of its own (`compile/build.py`) is kept the same way: killed with
+everything it started should the process that runs it die mid-build (its own death signal
+alone would hand what it started in a session of its own to init).
 """
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ import sys
 import threading
 from typing import Dict, List, Optional
 
-from ...sandbox.procfs import start_time
-from ...sandbox.proctree import kill_tree
+from .procfs import start_time
+from .proctree import kill_tree
 
 
 def kill_runner(pid: int, started: Optional[int]) -> None:
@@ -55,17 +58,25 @@ class Keeper:
         self._proc: Optional[subprocess.Popen] = None
         self._lock = threading.Lock()
 
+    def start(self) -> None:
+        """Start the keeper now if it is not running (OSError when it cannot)."""
+        with self._lock:
+            self._ensure()
+
+    def _ensure(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "flashinfer_bench.sandbox.keeper"], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            )
+
     def register(self, pid: int) -> None:
         """Have the keeper kill `pid` (and all below it) once this process is gone. Raises
         OSError when the keeper cannot start or is gone: a runner nobody would kill is not started."""
         line = f"{pid} {start_time(pid) or '-'}\n".encode()
         with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "flashinfer_bench.bench.sandbox.keeper"], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                )
-            assert self._proc.stdin is not None
+            self._ensure()
+            assert self._proc is not None and self._proc.stdin is not None
             self._proc.stdin.write(line)
             self._proc.stdin.flush()
 
