@@ -156,7 +156,7 @@ def _from_manifest(m: Dict[str, Any], artifact: Path) -> BuildResult:
     )
 
 
-_log = logging.getLogger("flashinfer_bench.compile")
+_log = logging.getLogger(__name__)
 # kills the build children of this process should it die mid-build (one keeper a process)
 _KEEPER = Keeper()
 KEPT = "FIB_BUILD_KEPT"  # tells the child the keeper holds it: no death signal of its own
