@@ -142,13 +142,9 @@ def _leftovers(r: RunnerHandle, result: Dict[str, Any]) -> None:
         return
     result["healthy"] = False
     result["unhealthy_reason"] = f"the solution left {len(left)} process(es) running"
-    extra = result.setdefault("extra", {})
-    if result.get("status") == "PASSED" and "background_work" not in (extra.get("flags") or []):
-        extra["flags"] = [*(extra.get("flags") or []), "background_work"]
-        extra["suspect"] = True
-        extra["notes"] = [*(extra.get("notes") or []), (
-            f"supervisor: {len(left)} process(es) of the solution still running after its evaluation; "
-            f"its runner was replaced")]
+    if result.get("status") == "PASSED" and "background_work" not in ((result.get("extra") or {}).get("flags") or []):
+        witness._flag(result, "background_work", f"{len(left)} process(es) of the solution still running after "
+                      f"its evaluation; its runner was replaced")
 
 
 def sol_key_of(req: Dict[str, Any]) -> str:

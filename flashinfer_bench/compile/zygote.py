@@ -35,7 +35,6 @@ import traceback
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-
 IDLE_S = 600.0
 START_WAIT_S = 30.0
 _PKG = Path(__file__).resolve().parent.parent

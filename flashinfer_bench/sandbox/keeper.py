@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 from .procfs import start_time
 from .proctree import kill_tree
@@ -79,10 +79,6 @@ class Keeper:
             assert self._proc is not None and self._proc.stdin is not None
             self._proc.stdin.write(line)
             self._proc.stdin.flush()
-
-    def pids(self) -> List[int]:
-        """The keeper's own pid (for tests), empty when it is not running."""
-        return [self._proc.pid] if self._proc is not None and self._proc.poll() is None else []
 
     def close(self) -> None:
         """The worker's orderly end: the keeper kills what is left and exits."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import List, Optional
+from typing import List, Optional, Union
 
 from .procfs import task_state
 
@@ -17,23 +17,32 @@ STOP_WALKS = 64  # walks of a tree while stopping it, at most (until two in a ro
 _STILL = ("T", "t", "Z", "X")  # stopped, traced, exited (unreadable, None, is not: a process being made)
 
 
+def children(pid: Union[int, str]) -> List[int]:
+    """The children of process `pid` ("self": this one), those of every thread of it; [] where
+    it cannot be read."""
+    out: List[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            continue
+    return out
+
+
 def tree(pid: int) -> List[int]:
-    """`pid` and every process below it (the children of each of its threads, recursively), `pid`
-    first. The kernel only promises /proc/<p>/task/<tid>/children complete for stopped
-    processes: `stop_tree` walks until its answer holds."""
+    """`pid` and every process below it (`children`, recursively), `pid` first. The kernel only
+    promises /proc/<p>/task/<tid>/children complete for stopped processes: `stop_tree` walks
+    until its answer holds."""
     out, todo = [], [pid]
     while todo and len(out) < 100_000:
         p = todo.pop()
         out.append(p)
-        try:
-            for tid in os.listdir(f"/proc/{p}/task"):
-                try:
-                    with open(f"/proc/{p}/task/{tid}/children") as f:
-                        todo += [int(x) for x in f.read().split()]
-                except OSError:
-                    continue
-        except OSError:
-            continue
+        todo += children(p)
     return out
 
 

@@ -32,6 +32,8 @@ import threading
 import types
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ...sandbox.proctree import children
+
 _OUR_MODULES = (
     "timing", "evaluate", "checks", "correctness", "inputs", "roofline", "environment", "loader", "protocol",
     "runner", "confine", "sandbox.guard", "sandbox.channel",
@@ -131,17 +133,7 @@ def _static(owner: Any, attr: str) -> Any:
 
 
 def _children() -> List[int]:
-    pids: List[int] = []
-    try:
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open(f"/proc/self/task/{tid}/children") as f:
-                    pids += [int(x) for x in f.read().split()]
-            except OSError:
-                continue
-    except OSError:
-        pass
-    return pids
+    return children("self")
 
 
 class Guard:
