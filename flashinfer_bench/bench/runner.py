@@ -73,7 +73,7 @@ def main(argv: Optional[list] = None) -> int:
         confined = confine(Path(args.scratch), [Path(p) for p in args.readable])
         from .confine import host_pid
         from .sandbox.channel import Sealer, new_key
-        from .sandbox import witness, witness_graph  # noqa: F401 - imported now, not inside the supervisor's timed witness
+        from .sandbox import quiet, witness, witness_graph  # noqa: F401 - imported now, not inside the supervisor's timed witness
         from .sandbox.guard import Guard
 
         state.env.static["sandbox"] = confined.get("sandbox")
@@ -117,6 +117,17 @@ def main(argv: Optional[list] = None) -> int:
 
                 result = {"status": "RUNTIME_ERROR", "message": "internal error timing the reference:\n" + traceback.format_exc()}
             state.release_memory()
+            send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
+            continue
+        if kind == "quiet_probe":  # sandbox/quiet.py: is another context's work on the GPU?
+            from .sandbox import quiet
+
+            try:
+                result = quiet.probe(state, int(msg.get("n", 3)))
+            except Exception:  # noqa: BLE001 - a bug of ours or a broken device: the supervisor decides
+                import traceback
+
+                result = {"status": "RUNTIME_ERROR", "message": traceback.format_exc()[-4000:]}
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
         if kind in ("witness_inputs", "witness_prepare", "witness", "witness_check", "witness_graph_stage",

@@ -41,7 +41,7 @@ from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
 from .protocol import ConnectionClosed, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
-from .sandbox import supervise, witness, witness_graph
+from .sandbox import quiet, supervise, witness, witness_graph
 from ..sandbox.keeper import Keeper
 from .speedup import reusable_reference
 
@@ -191,6 +191,7 @@ class Supervisor:
         self._keeper = Keeper()  # kills the runners if this process is killed (they may be stopped)
         self.last_ready: Optional[Dict[str, Any]] = None
         self._runner_lock = threading.Lock()
+        self._to_gate: List[RunnerHandle] = []  # parked runners resumed for their trim: `_gate_parked`
         self._measure_lock = threading.Lock()
         self._state_lock = threading.Lock()
         self._active = 0
@@ -440,6 +441,7 @@ class Supervisor:
                 # pipeline interleaves solutions), this solution gets its own parked runner or a
                 # fresh one.
                 r = self._switch_runner(r, sol_key)
+                self._gate_parked()
             # the runner (current or parked) must be able to read this build and dataset: one
             # confined before they were known (another dataset's cache holding the same build
             # hash) cannot; a fresh runner confined with them replaces it
@@ -523,6 +525,8 @@ class Supervisor:
         mark("witness")
         witness_graph.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
         _leftovers(r, result)
+        self._hold(r)  # stopped now (not after the trace): the GPU must be quiet before the next measurement
+        quiet.gate(self, r, result)
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
@@ -568,7 +572,8 @@ class Supervisor:
         discarded."""
         try:
             if self.device != "cpu":
-                self._resume(r)
+                self._resume(r)  # its threads run again: `_gate_parked` checks what they queued
+                self._to_gate.append(r)
                 send_msg(r.sock, {"type": "trim"})
                 send_msg(r.sock, {"type": "ping"})
                 if (recv_msg(r.sock, timeout=PARK_TIMEOUT_S) or {}).get("type") != "pong":
@@ -580,10 +585,22 @@ class Supervisor:
         self._hold(r)
 
     @staticmethod
-    def _hold(r: RunnerHandle) -> None:
-        """Stop `r` and everything it started (supervise.stop_tree), unless it is stopped already."""
+    def _hold(r: RunnerHandle) -> bool:
+        """Stop `r` and everything it started (supervise.stop_tree), unless it is stopped already;
+        True when it was stopped now."""
         if not r.stopped and r.proc.poll() is None:
             r.stopped = supervise.stop_tree(r.proc.pid)
+            return True
+        return False
+
+    def _gate_parked(self) -> None:
+        """The GPU quiet after the runners parked (and resumed for their `trim`) since the last
+        call: one that left work running on it is killed (`quiet.gate`; no trace to mark, the
+        solution's next job gets a fresh runner)."""
+        while self._to_gate:
+            r = self._to_gate.pop()
+            if r.proc.poll() is None:
+                quiet.gate(self, r, None)
 
     @staticmethod
     def _resume(r: RunnerHandle) -> None:
@@ -608,8 +625,9 @@ class Supervisor:
         finally:
             with self._runner_lock:
                 r = self.runner
-                if r is not None and r.served is not None:
-                    self._hold(r)
+                held = r is not None and r.served is not None and self._hold(r)
+            if held:  # a path that did not stop it itself (a failure): nothing of it may run on the GPU
+                quiet.gate(self, r, None)
 
     # ------------------------------------------------------------------ the reference runner
     def reference_runner(self) -> Optional[RunnerHandle]:

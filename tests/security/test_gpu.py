@@ -62,6 +62,31 @@ def test_background_kernels_are_flagged(gpu_lab: Lab) -> None:
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
 
 
+def test_gpu_work_queued_after_the_last_reply_does_not_slow_the_next_solution(gpu_lab: Lab) -> None:
+    """`gpu_queue_after_reply` queues ~1.5 s of a spin kernel after each reply its runner sends;
+    stopping the runner does not stop the GPU. The supervisor probes the device after the stop,
+    kills the runner (its context's queue goes with it) and marks the trace `background_work`:
+    the honest solution measured next keeps its latency (with `FIB_QUIET_GATE=off` in the worker's
+    environment it waits for the spin's time slices)."""
+    from tests.bench.conftest import rms_workload
+
+    wl = rms_workload(2048, uuid="rms_gpu_quiet")
+    before = [gpu_lab.run_good(wl) for _ in range(3)]
+    lat = [t.evaluation.performance.latency_ms for t in before]
+    probes = [(t.evaluation.correctness.extra or {}).get("quiet_probe_us") for t in before]
+    t = gpu_lab.run("gpu_queue_after_reply", workload=wl, SPIN_S=1.5)
+    ev = t.evaluation
+    after = gpu_lab.run_good(wl)
+    aev = after.evaluation
+    print("GPU QUIET", "honest before", lat, "probes", probes, "| hostile", ev.status.value, sorted(flags(t)),
+          "| honest after", aev.status.value, aev.performance and aev.performance.latency_ms,
+          (aev.correctness.extra or {}).get("quiet_probe_us") if aev.correctness else None)
+    if ev.status.value == "PASSED":
+        assert "background_work" in flags(t), ev.correctness.extra
+    assert aev.status.value == "PASSED", aev.log[:3000]
+    assert aev.performance.latency_ms <= 1.25 * max(lat) + 0.002, (lat, aev.performance.latency_ms)
+
+
 def test_forged_frames_on_the_gpu(gpu_lab: Lab) -> None:
     t = gpu_lab.run("forge_result")
     assert t.evaluation.status.value != "PASSED", t.evaluation.log[:3000]
