@@ -70,7 +70,7 @@ def test_gpu_work_queued_after_the_last_reply_does_not_slow_the_next_solution(gp
     environment it waits for the spin's time slices)."""
     from tests.bench.conftest import rms_workload
 
-    wl = rms_workload(2048, uuid="rms_gpu_quiet")
+    wl = rms_workload(8192, uuid="rms_gpu_quiet")
     before = [gpu_lab.run_good(wl) for _ in range(3)]
     lat = [t.evaluation.performance.latency_ms for t in before]
     probes = [(t.evaluation.correctness.extra or {}).get("quiet_probe_us") for t in before]
