@@ -202,6 +202,19 @@ def test_code_on_the_drivers_threads_stays_confined(gpu_lab: Lab, unchanged) -> 
     assert not gpu_lab.breaches()
 
 
+def test_the_gpus_settings_cannot_be_changed_from_a_runner(gpu_lab: Lab) -> None:
+    """Clocks, power limit, compute and persistence mode are the machine's: a runner that could set
+    them would slow every solution measured after it. NVML must refuse every one (the runner holds
+    no capability), and the honest solution after it keeps PASSED."""
+    t = gpu_lab.run("gpu_set_clocks")
+    log = t.evaluation.log
+    report = next((x for x in log.splitlines() if "CLOCKS REPORT" in x), "")
+    print("GPU CLOCKS", report[:600])
+    assert report and "denied" in report, log[-2000:]
+    assert "ALLOWED" not in report, report
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
 def _graph(t) -> dict:
     """The device-time round's record: the trace's witness itself, or beside the coarse one's."""
     w = ((t.evaluation.correctness.extra or {}) if t.evaluation.correctness else {}).get("witness") or {}
