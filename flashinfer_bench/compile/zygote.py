@@ -267,6 +267,7 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
     sel = selectors.DefaultSelector()
     sel.register(srv, selectors.EVENT_READ)
     running: Dict[int, socket.socket] = {}  # child pid -> the connection waiting for it
+    keeper = None  # kills the builds whole should this zygote be killed (`_kept`)
     last = time.monotonic()
     preloaded = not preload
     try:
@@ -290,12 +291,30 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                             os.close(fd)
                         conn.close()
                         continue
+                    kept = req["kind"] == "build"
+                    if kept:
+                        try:
+                            keeper = keeper or _keeper()
+                            req["env"] = {**req["env"], "FIB_BUILD_KEPT": "1"}  # no death signal of its own
+                        except OSError as e:  # the build keeps its death signal, as before keepers
+                            print(f"build zygote: no keeper ({e}); builds die with the zygote alone", file=sys.stderr)
+                            kept = False
+                    go_r, go_w = os.pipe()
                     pid = os.fork()
                     if pid == 0:
-                        inherited = [srv, *running.values()]
+                        inherited = [srv, *running.values(), *_keeper_ends(keeper)]
                         if req["kind"] not in _KEEPS_CONNECTION:
                             inherited.append(conn)
-                        _exit_with(lambda: handler(req, fds), inherited)
+                        _exit_with(lambda: _after(go_r, go_w) and handler(req, fds), inherited)
+                    os.close(go_r)
+                    try:
+                        if kept:
+                            keeper.register(pid)
+                        os.write(go_w, b"1")  # registered: the child may start (it exits on EOF)
+                    except OSError as e:  # unregistered, it exits at once: rc 1, said in the zygote's log
+                        print(f"build zygote: build {pid} not registered with the keeper ({e})", file=sys.stderr)
+                    finally:
+                        os.close(go_w)
                     for fd in fds:
                         os.close(fd)
                     running[pid] = conn
@@ -339,6 +358,36 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
         except OSError:
             pass
         srv.close()
+
+
+def _keeper():  # noqa: ANN202 - sandbox.keeper.Keeper, imported here (module: stdlib only)
+    """The keeper of this zygote's builds (`sandbox/keeper.py`): a build child carries no death
+    signal (FIB_BUILD_KEPT), so that when the zygote is killed outright the keeper, seeing its pipe
+    close, kills the build with everything it started, daemons in sessions of their own included
+    (the death signal would end the child alone and hand those to init)."""
+    from flashinfer_bench.sandbox.keeper import Keeper
+
+    k = Keeper()
+    k.start()
+    return k
+
+
+def _keeper_ends(keeper) -> list:  # noqa: ANN001
+    """What a forked child closes of the keeper: the pipe's write end (held by a child, the pipe
+    would not close when the zygote dies)."""
+    proc = getattr(keeper, "_proc", None)
+    return [proc.stdin] if proc is not None and proc.stdin is not None else []
+
+
+def _after(go_r: int, go_w: int) -> bool:
+    """In a forked child: wait until the zygote has registered it with the keeper; exit if the
+    zygote died first (the pipe reads EOF), as no one would then kill this build."""
+    os.close(go_w)
+    ok = os.read(go_r, 1) == b"1"
+    os.close(go_r)
+    if not ok:
+        os._exit(1)
+    return True
 
 
 def _preload(names: Sequence[str]) -> None:

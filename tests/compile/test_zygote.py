@@ -135,3 +135,69 @@ def test_a_build_waits_for_no_zygote_when_none_is_starting(monkeypatch, tmp_path
     assert _manifest(r).get("build_process") != "zygote_fork"
     assert not (tmp_path / "none").exists()  # and started none
     assert time.monotonic() - t0 < 25
+
+
+def test_a_build_whose_zygote_is_killed_leaves_nothing_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build zygote is SIGKILLed mid-build (a user's kill -9, the OOM killer): a build child's
+    own death signal would end it alone and hand the daemon it started in a session of its own to
+    init. The zygote's keeper kills the build whole."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    monkeypatch.setenv("FIB_BUILD_ZYGOTE", "1")
+    monkeypatch.setenv("FIB_ZYGOTE_DIR", str(tmp_path / "zyg"))
+    path = zygote.socket_path()
+    path.parent.mkdir(mode=0o700)
+    zyg = subprocess.Popen([sys.executable, "-m", "flashinfer_bench.compile.zygote", "--socket", str(path)],
+                           start_new_session=True, stderr=open(tmp_path / "zygote.log", "wb"))
+    src = ("import os, time\n"
+           "if os.fork() == 0:\n"
+           "    if os.fork() == 0:\n"
+           "        os.setsid()\n"
+           "        print('DAEMON PID', os.getpid(), flush=True)\n"
+           "        time.sleep(120)\n"
+           "    os._exit(0)\n"
+           "os.wait()\n"
+           "time.sleep(120)\n") + PY_ADD
+    sol = tmp_path / "sol.json"
+    sol.write_text(solution({"main.py": src}, "main.py::run").model_dump_json())
+    builder = None
+    pid = None
+    try:
+        deadline = time.monotonic() + 120
+        while (s := zygote.connect(path, 0.5)) is None:
+            assert time.monotonic() < deadline and zyg.poll() is None, "the zygote did not come up"
+            time.sleep(0.2)
+        s.close()
+        builder = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from flashinfer_bench.compile import build; "
+             "from flashinfer_bench.data import Solution; from tests.compile.helpers import VADD; "
+             "build(Solution.model_validate_json(Path(sys.argv[1]).read_text()), VADD, Path(sys.argv[2]), timeout_s=120)",
+             str(sol), str(tmp_path / "cache")], start_new_session=True)
+        deadline = time.monotonic() + 60
+        while pid is None and time.monotonic() < deadline:
+            for log in (tmp_path / "cache").rglob("build.log"):
+                m = re.search(r"DAEMON PID (\d+)", log.read_text(errors="replace"))
+                if m:
+                    pid = int(m.group(1))
+            time.sleep(0.2)
+        assert pid is not None, "the build's daemon did not start"
+        os.kill(zyg.pid, signal.SIGKILL)
+        zyg.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and task_state(pid) not in (None, "Z"):
+            time.sleep(0.1)
+        state = task_state(pid)
+        assert state in (None, "Z"), f"the build's daemon {pid} outlived the killed zygote ({state})"
+    finally:
+        if pid is not None and task_state(pid) not in (None, "Z"):
+            os.kill(pid, signal.SIGKILL)
+        for p in (builder, zyg):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
