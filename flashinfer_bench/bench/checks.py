@@ -79,7 +79,15 @@ class Checker:
         self, outputs: Sequence[torch.Tensor], ref_outputs: Sequence[torch.Tensor],
         inputs: Sequence[Any], tols: Tols,
     ) -> torch.Tensor:
+        """`ref_outputs`: the reference's outputs; for a check that does not compare to the
+        reference, what `expected(inputs)` made ahead of time, or nothing (made now)."""
         raise NotImplementedError
+
+    def expected(self, inputs: Sequence[Any]) -> Optional[Any]:
+        """What a check that does not compare to the reference derives from the inputs alone,
+        made before the outputs exist (the witness makes it while the solution runs, off its
+        path); None where there is nothing to make ahead."""
+        return None
 
 
 def _zero(outputs: Sequence[Any]) -> torch.Tensor:
@@ -252,6 +260,14 @@ def _chi_square(obs: torch.Tensor, dist: torch.Tensor) -> Tuple[float, int]:
     return float(torch.special.gammaincc(df, stat / 2)), len(bins_e)
 
 
+@dataclass(frozen=True)
+class Support:
+    """A sampling check's filtered support of one input set (`SamplingChecker.expected`)."""
+
+    pn: torch.Tensor
+    smallest: torch.Tensor
+
+
 class SamplingChecker(Checker):
     """Samples must come from the filtered distribution: support per trial, chi-square once."""
 
@@ -352,15 +368,21 @@ class SamplingChecker(Checker):
             f"{float(smallest[row]):.4g} after top-k/top-p/min-p filtering"
         )
 
-    def timed_bad(self, outputs, ref_outputs, inputs, tols) -> torch.Tensor:
+    def expected(self, inputs: Sequence[Any]) -> Support:
+        """The filtered support (the sort a top-p filter needs is most of a check's cost)."""
         probs, params = self._params(inputs)
+        pn, smallest, _ = self._support(probs, params, False)
+        return Support(pn, smallest)
+
+    def timed_bad(self, outputs, ref_outputs, inputs, tols) -> torch.Tensor:
+        probs = inputs[self.probs_index]
         samples = outputs[self.output_index]
         if self._shape_problem(samples, probs.shape[0]):
             return torch.ones((), dtype=torch.int64, device=probs.device)
         if probs.shape[0] == 0 or samples.numel() == 0:
             return torch.zeros((), dtype=torch.int64, device=samples.device)
-        pn, smallest, _ = self._support(probs, params, False)
-        return self._bad_mask(samples.to(pn.device), pn, smallest).sum().to(samples.device)
+        sup = ref_outputs if isinstance(ref_outputs, Support) else self.expected(inputs)
+        return self._bad_mask(samples.to(sup.pn.device), sup.pn, sup.smallest).sum().to(samples.device)
 
     def statistical(self, sample: Callable[[List[Any]], torch.Tensor], inputs: Sequence[Any]) -> CheckResult:
         """Draw `samples` per row for the first `max_rows` rows and test each row's counts."""

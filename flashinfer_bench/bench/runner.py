@@ -139,7 +139,8 @@ def main(argv: Optional[list] = None) -> int:
 
             try:
                 if kind == "witness_inputs":
-                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]))
+                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
+                                            ahead=bool(msg.get("ahead", False)))
                 elif kind == "witness_prepare":
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":

@@ -338,6 +338,8 @@ def test_greedy_rows_and_ties() -> None:
         out = torch.tensor([tok])
         assert ch.check_trial([out], [], tied, {}).ok is ok, tok
         assert int(ch.timed_bad([out], [], tied, {})) == (0 if ok else 1)
+        # the support made ahead (the witness makes it while the solution runs) judges alike
+        assert int(ch.timed_bad([out], ch.expected(tied), tied, {})) == (0 if ok else 1)
     # prefix mass exactly at top_p: token 2 is a tie at the boundary and allowed
     at_p = [probs, torch.tensor([0], dtype=torch.int32), torch.tensor([0.6])]
     assert ch.check_trial([torch.tensor([2])], [], at_p, {}).ok

@@ -597,3 +597,51 @@ def test_a_worker_directory_the_runners_may_read_keeps_scratch_apart(tmp_path: P
     finally:
         shutdown_worker("cpu", lab.config)
         lab.cleanup()
+
+
+WITNESSED_SWITCH = '''
+import sys as _sys
+
+
+def _witnessed():
+    f = _sys._getframe(1)
+    while f is not None:
+        if "witness" in f.f_code.co_filename.rsplit("/", 1)[-1]:
+            return True
+        f = f.f_back
+    return False
+
+
+_honest_run = run
+
+
+def run(probs, top_k, top_p):
+    out = _honest_run(probs, top_k, top_p)
+    # inside the witness's calls: the least likely token, outside every filtered support
+    return probs.argmin(dim=-1).to(out.dtype) if _witnessed() else out
+'''
+
+
+def test_a_sampler_wrong_only_when_witnessed_is_caught(lab: Lab) -> None:
+    """A sampling check compares no reference output: it derives each row's filtered support from
+    the inputs (the sort a top-p filter needs is most of its cost), which the witness now makes
+    while the solution is evaluated, for the calls it may check. A sampler that draws right in its
+    own process's checks and returns tokens outside the support in the witness's calls must still
+    fail there (`witness_wrong`), and the honest example sampler must pass."""
+    from flashinfer_bench.bench.loader import _shim_build
+    from flashinfer_bench.data import Definition, Solution, Workload
+
+    repo = Path(__file__).resolve().parents[2]
+    d = Definition.model_validate_json((repo / "dataset/definitions/sampling/top_k_top_p_sampling_from_probs_v32000.json").read_text())
+    honest = Solution.model_validate_json(next((repo / "dataset/solutions/example/sampling").rglob("*.json")).read_text())
+    src = honest.sources[0].content + WITNESSED_SWITCH
+    hostile = honest.model_copy(update={"name": "sampler_wrong_when_witnessed",
+                                        "sources": [honest.sources[0].model_copy(update={"content": src})]})
+    wl = Workload(axes={"batch_size": 4}, inputs={"probs": {"type": "random"}, "top_k": {"type": "random"},
+                                                     "top_p": {"type": "random"}}, uuid="sampling_witnessed_b4")
+    for sol, want in ((honest, "PASSED"), (hostile, "INCORRECT_NUMERICAL")):
+        t = evaluate_via_worker(d, sol, wl, _shim_build(sol, lab.cache), lab.config, dataset_root=repo / "dataset")
+        ev = t.evaluation
+        assert ev.status.value == want, (sol.name, ev.status, ev.log[-2000:])
+        if want != "PASSED":
+            assert "witness_wrong" in ev.log, ev.log[-2000:]

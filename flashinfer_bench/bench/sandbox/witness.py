@@ -135,6 +135,9 @@ CLEAR_AFTER = 3
 CLEAR_FACTOR = 2.0
 # CPU: at most this many of a round's calls are checked, drawn after the calls returned
 CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
+# what a check that does not compare to the reference derives from a round's inputs ahead of its
+# outputs (`reference_outputs`), at most (a sampling check's support is float64, rows x vocab)
+EXPECTED_BYTES = 256 << 20
 PAIRED_PASSES_MIN_CALLS = 32
 
 
@@ -428,7 +431,7 @@ def _folder(name: str) -> str:
     return os.path.join(_scratch(), name)
 
 
-def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) -> Dict[str, Any]:
+def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, ahead: bool = False) -> Dict[str, Any]:
     """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch, and the
     reference's outputs on them, kept for the check (which then only compares). The supervisor
     asks for the first round's while the solution's runner evaluates (`prestage`): then neither
@@ -438,23 +441,50 @@ def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str) 
     saved = _save_all(made, os.path.join(_folder(folder), "inputs.bin"))
     state._witness_made = None
     # a long CPU round has CHECKED_CPU of its calls checked (`_checked_places`, drawn after they
-    # return): the reference runs now for the first CHECKED_CPU sets only, which are every call of
-    # a round that takes no more of these sets (a slow claim's), and for the other checked places
-    # at the check (56 reference calls of 64 saved; ~10 ms off a CPU job's witness)
-    refs = reference_outputs(state, ev, made if ev.device.type != "cpu" else made[:CHECKED_CPU])
+    # return), the reference run at the check for those (56 reference calls of 64 saved). Made
+    # `ahead` (while the solution is evaluated, off the witness's path) the first CHECKED_CPU sets
+    # get theirs now: every call of a round that takes no more of these sets (a slow claim's);
+    # the check then runs none on the path (~10 ms of a CPU job's witness; a sampling check's
+    # support, ~100 ms)
+    cpu = ev.device.type == "cpu"
+    refs = reference_outputs(state, ev, made[:CHECKED_CPU] if cpu else made) \
+        if not cpu or ahead or k <= CHECKED_CPU else None
     state._witness_made = (seed, made, saved, refs)  # only files leave this process
     return {"status": "OK", "inputs": saved}
 
 
 def reference_outputs(state: Any, ev: Any, made: List[List[Any]]) -> Optional[List[Any]]:
-    """The reference's outputs on each input set of `made` (on copies: `made` stays pristine for
-    the check), or None where the definition's check does not compare to the reference."""
+    """What the check will compare each input set's outputs with, made ahead: the reference's
+    outputs (on copies: `made` stays pristine for the check), or, for a check that does not
+    compare to the reference, what it derives from the inputs alone (`Checker.expected`: a
+    sampling check's filtered support, whose sort was ~12 ms a call of a CPU check) for as many
+    sets as fit in EXPECTED_BYTES (None for the others: made at the check); None when there is
+    nothing to make."""
     from ..checks import make_checker
 
-    if not make_checker(ev.check_spec, ev.definition).compares_to_reference:
-        return None
-    ref = state.reference(ev.definition)
-    return [ev._call_reference(ref, m) for m in made]
+    checker = make_checker(ev.check_spec, ev.definition)
+    if checker.compares_to_reference:
+        ref = state.reference(ev.definition)
+        return [ev._call_reference(ref, m) for m in made]
+    out: List[Any] = []
+    room = EXPECTED_BYTES
+    for m in made:
+        ex = checker.expected(m) if room > 0 else None
+        room -= _nbytes(ex)
+        out.append(ex if room >= 0 else None)
+    return out if any(e is not None for e in out) else None
+
+
+def _nbytes(x: Any) -> int:
+    import dataclasses
+
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x.numel() * x.element_size()
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return sum(_nbytes(getattr(x, f.name)) for f in dataclasses.fields(x))
+    return 0
 
 
 def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
@@ -566,8 +596,9 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         if prob is not None:
             bad.append((i, prob.message))
             continue
-        ref_out = (refs[at[i]] if refs is not None and at[i] < len(refs) else ev._call_reference(ref, pristine)) \
-            if uses_ref else None
+        ref_out = refs[at[i]] if refs is not None and at[i] < len(refs) else None  # made ahead
+        if ref_out is None and uses_ref:
+            ref_out = ev._call_reference(ref, pristine)
         judged.append((i, outs, ref_out, pristine))
     errs: Optional[Tuple[float, float]] = None  # the trace's error figures (max abs, max rel)
     per_call = judged
@@ -583,7 +614,7 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
         errs = (max_abs, max_rel)
         per_call = judged if n_bad else []
     if errs is None:  # call by call: the first call's figures (a pass over its outputs is ~1/3 of a check)
-        first = next((c for c in judged if c[2] is not None), None)
+        first = next((c for c in judged if c[2] is not None), None) if uses_ref else None
         if first is not None:
             errs = tuple(float(x) for x in error_maxima(first[1], first[2]).tolist())
     counted: List[Tuple[int, Any, Any, Any, Any]] = []  # (call, bad elements on the device, outputs, reference, inputs)
@@ -1026,7 +1057,11 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     rr = sup.reference_runner()
     if rr is None:
         return
-    k = _k_for(request, _prestage_claim(request, device), device, _round_bytes(device, [r, rr]))
+    limit = _round_bytes(device, [r, rr])
+    # at least the round of a claim that gets K_CALLS calls (a solution 8x faster than the
+    # reference or less, whose round would otherwise find too few sets here and make its own,
+    # the reference's outputs on them included, on the witness's path)
+    k = max(_k_for(request, _prestage_claim(request, device), device, limit), _k_for(request, None, device, limit))
     if k < 1:
         return
     try:
@@ -1034,7 +1069,7 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     except OSError:
         return  # the round makes its inputs itself (and says why not, if it cannot either)
     seed = int.from_bytes(os.urandom(8), "big") >> 2
-    pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
+    pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k, "ahead": True,
                           "folder": folder.name}, seed, folder, timeout)
     if not pre.sent:
         folder.remove()
