@@ -526,7 +526,7 @@ class Supervisor:
         witness_graph.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
         _leftovers(r, result)
         self._hold(r)  # stopped now (not after the trace): the GPU must be quiet before the next measurement
-        quiet.gate(self, r, result)
+        self._quiet_gate(r, result)
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
@@ -593,14 +593,34 @@ class Supervisor:
             return True
         return False
 
+    def _quiet_gate(self, r: RunnerHandle, result: Optional[Dict[str, Any]]) -> None:
+        """After `r` (which ran a solution) is stopped: is the GPU quiet (`sandbox/quiet.py`)? If
+        not, `r` is killed (its CUDA context, and the work queued in it, goes) and the device
+        probed until quiet; `result` (if any) says whose the work was (`quiet.mark`)."""
+        if not quiet.enabled(self.device):
+            return
+        first = quiet.busy_us(self)
+        after = None
+        if quiet.is_busy(first):
+            with self._runner_lock:
+                self._discard(r)
+            after = quiet.until_quiet(self)
+            if quiet.is_busy(after):
+                log.warning("the GPU stays busy (a probe waits %.0f us) after runner pid %d was killed: work not "
+                            "from this evaluation shares the device", after, r.proc.pid)
+            else:
+                log.warning("runner pid %d left work running on the GPU after its evaluation (a probe waited "
+                            "%.0f us); killed", r.proc.pid, first)
+        quiet.mark(result, first, after)
+
     def _gate_parked(self) -> None:
         """The GPU quiet after the runners parked (and resumed for their `trim`) since the last
-        call: one that left work running on it is killed (`quiet.gate`; no trace to mark, the
+        call: one that left work running on it is killed (`_quiet_gate`; no trace to mark, the
         solution's next job gets a fresh runner)."""
         while self._to_gate:
             r = self._to_gate.pop()
             if r.proc.poll() is None:
-                quiet.gate(self, r, None)
+                self._quiet_gate(r, None)
 
     @staticmethod
     def _resume(r: RunnerHandle) -> None:
@@ -627,7 +647,7 @@ class Supervisor:
                 r = self.runner
                 held = r is not None and r.served is not None and self._hold(r)
             if held:  # a path that did not stop it itself (a failure): nothing of it may run on the GPU
-                quiet.gate(self, r, None)
+                self._quiet_gate(r, None)
 
     # ------------------------------------------------------------------ the reference runner
     def reference_runner(self) -> Optional[RunnerHandle]:

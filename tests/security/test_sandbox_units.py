@@ -593,3 +593,26 @@ def test_the_keeper_kills_what_was_registered_and_nothing_else() -> None:
     assert stranger.poll() is None, "the keeper killed a process it did not start"
     stranger.kill()
     stranger.wait()
+
+
+def test_the_quiet_gate_blames_the_solution_only_when_killing_its_runner_quietened_the_gpu() -> None:
+    """`quiet.mark` (the verdict of the supervisor's GPU probe after a runner is stopped): a quiet
+    device marks nothing; a busy one that went quiet once the runner was killed was the solution's
+    work (`background_work`, suspect, the runner not used again); one still busy after the kill
+    is someone else's (`device_busy`, noted, no blame). The probe itself needs a GPU
+    (tests/security/test_gpu.py)."""
+    from flashinfer_bench.bench.sandbox import quiet
+
+    calm: dict = {"status": "PASSED"}
+    assert quiet.mark(calm, 14.0, None) is False
+    assert calm["extra"] == {"quiet_probe_us": 14.0} and calm.get("healthy", True)
+
+    left: dict = {"status": "PASSED"}
+    assert quiet.mark(left, 2400.0, 20.0) is True
+    assert "background_work" in left["extra"]["flags"] and left["extra"]["suspect"] and left["healthy"] is False
+
+    other: dict = {"status": "PASSED"}
+    assert quiet.mark(other, 2400.0, 2300.0) is False
+    assert other["extra"]["flags"] == ["device_busy"] and not other["extra"].get("suspect")
+    assert other.get("healthy", True)
+    assert quiet.mark(None, 2400.0, 20.0) is True  # a parked runner: no trace to mark

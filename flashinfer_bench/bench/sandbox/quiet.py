@@ -9,7 +9,7 @@ reference runner (no solution has ever run in it) launches a one-thread kernel a
 the supervisor reads how long each launch took to complete: a few tens of microseconds on a quiet
 GPU, a slice (about a millisecond or more) behind another context's work.
 
-The supervisor probes right after it stops a runner that ran a solution (`gate`); found busy,
+The supervisor probes right after it stops a runner that ran a solution (`worker._quiet_gate`); found busy,
 the runner is killed (its context, and the work queued in it, goes with it) and the device
 probed until quiet: quiet then, the work was the solution's and its trace says so
 (`background_work`, suspect); still busy, it was someone else's (another program on the GPU), and
@@ -81,34 +81,30 @@ def until_quiet(sup: Any, within_s: float = SETTLE_S) -> Optional[float]:
     return us
 
 
-def gate(sup: Any, r: Any, result: Optional[Dict[str, Any]]) -> None:
-    """After runner `r` (which ran a solution) is stopped: is the GPU quiet? If not, kill `r`
-    and wait for quiet; the work was the solution's when it then is (`result`, if any, is marked
-    `background_work` and made unhealthy, so the runner is not used again), else the device's
-    (`device_busy`, noted, not suspect). Nothing on a CPU (a stopped process runs nothing there)."""
+def enabled(device: str) -> bool:
+    """On a GPU, unless FIB_QUIET_GATE=off (a stopped process runs nothing on a CPU)."""
+    return device != "cpu" and os.environ.get("FIB_QUIET_GATE", "on").lower() not in ("0", "off", "false", "no")
+
+
+def mark(result: Optional[Dict[str, Any]], first: Optional[float], after: Optional[float]) -> bool:
+    """Record what the gate found in `result` (None: no trace to mark): the probe's first reading
+    always; `background_work` (suspect, the runner not to be used again) when the device was busy
+    and went quiet once the runner was killed (`after`), `device_busy` (noted, no blame) when it
+    stayed busy. True when the work was the solution's."""
     from .witness import _flag
 
-    if sup.device == "cpu" or os.environ.get("FIB_QUIET_GATE", "on").lower() in ("0", "off", "false", "no"):
-        return
-    first = busy_us(sup)
     if result is not None and first is not None:
         result.setdefault("extra", {})["quiet_probe_us"] = round(first, 1)
     if not is_busy(first):
-        return
-    with sup._runner_lock:
-        sup._discard(r)  # its context goes, the work queued in it too
-    after = until_quiet(sup)
+        return False
     if is_busy(after):
-        log.warning("the GPU stays busy (a probe waits %.0f us) after runner pid %d was killed: work not "
-                    "from this evaluation shares the device", after, r.proc.pid)
         if result is not None:
             _flag(result, "device_busy", f"the GPU was busy after the evaluation (a probe waited {first:.0f} us, "
                   f"{after:.0f} us after its runner was killed): another program's work shares the device", suspect=False)
-        return
-    log.warning("runner pid %d left work running on the GPU after its evaluation (a probe waited %.0f us); "
-                "killed", r.proc.pid, first)
+        return False
     if result is not None:
         result["healthy"] = False
         result["unhealthy_reason"] = "the solution left work running on the GPU"
         _flag(result, "background_work", f"GPU work the solution queued was still running after its evaluation "
               f"(a probe of the device waited {first:.0f} us); its runner was killed")
+    return True
