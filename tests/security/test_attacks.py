@@ -429,11 +429,12 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(tm
     time.sleep(0.5)
     idle = sum(_cpu_s(p) for p in pids) - idle
     # the control: resumed by hand, its threads burn (both cores idle: ~0.9 CPU s a second;
-    # beside the rest of the suite on 2 cores, ~0.3-0.6); then stopped again, as its worker left it
+    # beside the rest of the suite on 2 cores, ~0.3-0.6: two seconds, so that a loaded moment
+    # cannot take it under the floor); then stopped again, as its worker left it
     for p in pids:
         os.kill(p, signal.SIGCONT)
     live = sum(_cpu_s(p) for p in pids)
-    time.sleep(1.0)
+    time.sleep(2.0)
     live = sum(_cpu_s(p) for p in pids) - live
     for p in pids:
         os.kill(p, signal.SIGSTOP)
@@ -447,7 +448,7 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(tm
     ref_after = t2.evaluation.performance.reference_latency_ms
     # its own worker evaluates another solution: parked, stopped
     after_own, stopped_w, burnt_w, wall_w = _watch_states(pids, lambda: good(lab, honest_wl))
-    print("BURNER", pids, f"resumed by hand {live:.2f} CPU s in 1 s, between jobs {idle:.2f} CPU s in 0.5 s; "
+    print("BURNER", pids, f"resumed by hand {live:.2f} CPU s in 2 s, between jobs {idle:.2f} CPU s in 0.5 s; "
           f"another worker's evaluation: stopped {stopped_o:.0%} of {wall_o:.2f} s, {burnt_o:.2f} CPU s; "
           f"its own worker's next evaluation of another: stopped {stopped_w:.0%} of {wall_w:.2f} s, "
           f"{burnt_w:.2f} CPU s; reference", ref_before, "->", ref_after)
