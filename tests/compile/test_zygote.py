@@ -88,20 +88,26 @@ def test_a_hanging_build_times_out_and_is_killed(running_zygote, cache) -> None:
         time.sleep(0.1)
 
 
+def daemon_then_hang(hang_s: int) -> str:
+    """An entry module whose body double-forks a daemon into a session of its own (it prints its
+    pid), then hangs `hang_s` seconds."""
+    return ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    if os.fork() == 0:\n"
+            "        os.setsid()\n"
+            "        print('DAEMON PID', os.getpid(), flush=True)\n"
+            "        time.sleep(120)\n"
+            "    os._exit(0)\n"
+            "os.wait()\n"
+            f"time.sleep({hang_s})\n") + PY_ADD
+
+
 def test_a_timed_out_build_takes_what_it_started_in_another_session_along(running_zygote, cache) -> None:
     """The module body double-forks a daemon into a session of its own, then hangs: the zygote
     kills the timed-out build's whole tree (its process group alone missed the daemon)."""
     from flashinfer_bench.sandbox.procfs import task_state
 
-    src = ("import os, time\n"
-           "if os.fork() == 0:\n"
-           "    if os.fork() == 0:\n"
-           "        os.setsid()\n"
-           "        print('DAEMON PID', os.getpid(), flush=True)\n"
-           "        time.sleep(120)\n"
-           "    os._exit(0)\n"
-           "os.wait()\n"
-           "time.sleep(60)\n") + PY_ADD
+    src = daemon_then_hang(60)
     r = build(solution({"main.py": src}, "main.py::run"), VADD, cache, timeout_s=4)
     assert r.status == COMPILE_ERROR and "timed out" in r.message, (r.status, r.message)
     pid = int(next(line for line in r.log.splitlines() if line.startswith("DAEMON PID")).split()[2])
@@ -155,15 +161,7 @@ def test_a_build_whose_zygote_is_killed_leaves_nothing_running(tmp_path: Path, m
     path.parent.mkdir(mode=0o700)
     zyg = subprocess.Popen([sys.executable, "-m", "flashinfer_bench.compile.zygote", "--socket", str(path)],
                            start_new_session=True, stderr=open(tmp_path / "zygote.log", "wb"))
-    src = ("import os, time\n"
-           "if os.fork() == 0:\n"
-           "    if os.fork() == 0:\n"
-           "        os.setsid()\n"
-           "        print('DAEMON PID', os.getpid(), flush=True)\n"
-           "        time.sleep(120)\n"
-           "    os._exit(0)\n"
-           "os.wait()\n"
-           "time.sleep(120)\n") + PY_ADD
+    src = daemon_then_hang(120)
     sol = tmp_path / "sol.json"
     sol.write_text(solution({"main.py": src}, "main.py::run").model_dump_json())
     builder = None
