@@ -140,7 +140,7 @@ def main(argv: Optional[list] = None) -> int:
             try:
                 if kind == "witness_inputs":
                     result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
-                                            ahead=bool(msg.get("ahead", False)))
+                                            ahead=int(msg.get("ahead", 0)))
                 elif kind == "witness_prepare":
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":

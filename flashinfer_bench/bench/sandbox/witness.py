@@ -431,7 +431,7 @@ def _folder(name: str) -> str:
     return os.path.join(_scratch(), name)
 
 
-def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, ahead: bool = False) -> Dict[str, Any]:
+def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, ahead: int = 0) -> Dict[str, Any]:
     """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch, and the
     reference's outputs on them, kept for the check (which then only compares). The supervisor
     asks for the first round's while the solution's runner evaluates (`prestage`): then neither
@@ -442,13 +442,17 @@ def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, 
     state._witness_made = None
     # a long CPU round has CHECKED_CPU of its calls checked (`_checked_places`, drawn after they
     # return), the reference run at the check for those (56 reference calls of 64 saved). Made
-    # `ahead` (while the solution is evaluated, off the witness's path) the first CHECKED_CPU sets
-    # get theirs now: every call of a round that takes no more of these sets (a slow claim's);
-    # the check then runs none on the path (~10 ms of a CPU job's witness; a sampling check's
-    # support, ~100 ms)
-    cpu = ev.device.type == "cpu"
-    refs = reference_outputs(state, ev, made[:CHECKED_CPU] if cpu else made) \
-        if not cpu or ahead or k <= CHECKED_CPU else None
+    # `ahead` (while the solution is evaluated, off the witness's path) the first `ahead` sets (at
+    # most CHECKED_CPU) get theirs now: every call of a round that takes no more of these sets (a
+    # slow claim's); the check then runs none on the path (~10 ms of a CPU job's witness; a
+    # sampling check's support, ~100 ms)
+    if ev.device.type != "cpu":
+        answered = k  # a GPU's coarse round checks every call
+    elif ahead:
+        answered = min(ahead, CHECKED_CPU)
+    else:
+        answered = k if k <= CHECKED_CPU else 0  # on the path: only when every call is checked
+    refs = reference_outputs(state, ev, made[:answered]) if answered else None
     state._witness_made = (seed, made, saved, refs)  # only files leave this process
     return {"status": "OK", "inputs": saved}
 
@@ -1068,7 +1072,8 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     # at least the round of a claim that gets K_CALLS calls (a solution 8x faster than the
     # reference or less, whose round would otherwise find too few sets here and make its own,
     # the reference's outputs on them included, on the witness's path)
-    k = max(_k_for(request, _prestage_claim(request, device), device, limit), _k_for(request, None, device, limit))
+    predicted = _k_for(request, _prestage_claim(request, device), device, limit)
+    k = max(predicted, _k_for(request, None, device, limit))
     if k < 1:
         return
     try:
@@ -1076,12 +1081,25 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
     except OSError:
         return  # the round makes its inputs itself (and says why not, if it cannot either)
     seed = int.from_bytes(os.urandom(8), "big") >> 2
-    pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k, "ahead": True,
+    pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
+                          "ahead": _answers_ahead(request, predicted, k),
                           "folder": folder.name}, seed, folder, timeout)
     if not pre.sent:
         folder.remove()
         return
     sup._witness_prestaged = pre
+
+
+def _answers_ahead(request: Dict[str, Any], predicted: int, k: int) -> int:
+    """How many of a prestaged round's first sets get their answers (the reference's outputs, a
+    check's `expected`) made ahead: those the predicted round takes, and more (up to k) as long as
+    the reference's calls fit in half the solution's sampling budget, which the evaluation they
+    run beside lasts at least: a slow reference's answers could otherwise outlast it and be
+    waited for on the witness's path."""
+    ref_ms = (request.get("reference_stats") or {}).get("center_ms")
+    budget_ms = 500.0 * float((request.get("config") or {}).get("max_time_s") or 0.5)
+    fit = int(budget_ms // ref_ms) if isinstance(ref_ms, (int, float)) and ref_ms > 0 else 0
+    return max(1, predicted, min(k, fit))
 
 
 def _prestage_claim(request: Dict[str, Any], device: str) -> Optional[float]:
