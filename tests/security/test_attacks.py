@@ -451,17 +451,18 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(tm
     print("BURNER", pids, f"resumed by hand {live:.2f} CPU s in 2 s, between jobs {idle:.2f} CPU s in 0.5 s; "
           f"another worker's evaluation: stopped {stopped_o:.0%} of {wall_o:.2f} s, {burnt_o:.2f} CPU s; "
           f"its own worker's next evaluation of another: stopped {stopped_w:.0%} of {wall_w:.2f} s, "
-          f"{burnt_w:.2f} CPU s; reference", ref_before, "->", ref_after)
+          f"{burnt_w:.2f} CPU s; reference", ref_before, "->", ref_after, "; honest",
+          before.evaluation.performance.latency_ms, "->",
+          [tr.evaluation.performance.latency_ms for tr in (after_other, after_own) if tr.evaluation.performance])
     for tr in (after_other, after_own):
         assert tr.evaluation.status.value == "PASSED", tr.evaluation.log
     # before the stop between jobs: another worker's evaluation 14% stopped (its own 97-99%)
     assert stopped_o > 0.95 and burnt_o < 0.05, (stopped_o, burnt_o, wall_o)
     assert stopped_w > 0.95 and burnt_w < 0.05, (stopped_w, burnt_w, wall_w)
-    # CPU timings are CPU time: the burner hardly moves them; under the suite's load they vary ~2x
-    assert ref_after < 3 * ref_before + 0.05, (ref_before, ref_after)
-    b = before.evaluation.performance.latency_ms
-    for tr in (after_other, after_own):
-        assert tr.evaluation.performance.latency_ms < 3 * b + 0.05, (b, tr.evaluation.performance.latency_ms)
+    # the burner used no CPU during them (above), so it cannot have moved their times; the times
+    # themselves are not compared here: under the suite's load on 2 cores an honest latency moved
+    # 3.5x between two of these evaluations with the burner stopped throughout (0.01 CPU s burnt).
+    # The attack table (benchmarks/attack_table.py, a quiet machine) compares them.
     for w in (lab, other):
         shutdown_worker("cpu", w.config)
 
