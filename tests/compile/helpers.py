@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 from typing import Dict, Optional
 
 from flashinfer_bench.data import Definition, Solution
@@ -126,3 +127,31 @@ def solution(
         sources=[{"path": p, "content": c} for p, c in files.items()],
         **extra,
     )
+
+
+def daemon_pid_in_logs(cache: Path, within_s: float = 60.0) -> Optional[int]:
+    """The pid a build's daemon printed ("DAEMON PID n") into a build log under `cache`, waiting
+    up to `within_s` for it; None when none appeared."""
+    import re
+    import time
+
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        for log in cache.rglob("build.log"):
+            m = re.search(r"DAEMON PID (\d+)", log.read_text(errors="replace"))
+            if m:
+                return int(m.group(1))
+        time.sleep(0.2)
+    return None
+
+
+def state_after(pid: int, within_s: float = 10.0) -> Optional[str]:
+    """`pid`'s task state once it is gone or a zombie, or after `within_s` (None: gone)."""
+    import time
+
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    end = time.monotonic() + within_s
+    while time.monotonic() < end and task_state(pid) not in (None, "Z"):
+        time.sleep(0.1)
+    return task_state(pid)

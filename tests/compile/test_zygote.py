@@ -9,7 +9,7 @@ import pytest
 
 from flashinfer_bench.compile import COMPILE_ERROR, OK, build, zygote
 
-from .helpers import PY_ADD, VADD, solution
+from .helpers import PY_ADD, VADD, daemon_pid_in_logs, solution, state_after
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +148,6 @@ def test_a_build_whose_zygote_is_killed_leaves_nothing_running(tmp_path: Path, m
     own death signal would end it alone and hand the daemon it started in a session of its own to
     init. The zygote's keeper kills the build whole."""
     import os
-    import re
     import signal
     import subprocess
     import sys
@@ -177,20 +176,11 @@ def test_a_build_whose_zygote_is_killed_leaves_nothing_running(tmp_path: Path, m
              "from flashinfer_bench.data import Solution; from tests.compile.helpers import VADD; "
              "build(Solution.model_validate_json(Path(sys.argv[1]).read_text()), VADD, Path(sys.argv[2]), timeout_s=120)",
              str(sol), str(tmp_path / "cache")], start_new_session=True)
-        deadline = time.monotonic() + 60
-        while pid is None and time.monotonic() < deadline:
-            for log in (tmp_path / "cache").rglob("build.log"):
-                m = re.search(r"DAEMON PID (\d+)", log.read_text(errors="replace"))
-                if m:
-                    pid = int(m.group(1))
-            time.sleep(0.2)
+        pid = daemon_pid_in_logs(tmp_path / "cache")
         assert pid is not None, "the build's daemon did not start"
         os.kill(zyg.pid, signal.SIGKILL)
         zyg.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and task_state(pid) not in (None, "Z"):
-            time.sleep(0.1)
-        state = task_state(pid)
+        state = state_after(pid)
         assert state in (None, "Z"), f"the build's daemon {pid} outlived the killed zygote ({state})"
     finally:
         if pid is not None and task_state(pid) not in (None, "Z"):

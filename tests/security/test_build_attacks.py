@@ -180,33 +180,22 @@ def test_a_build_whose_parent_is_killed_leaves_nothing_running(tmp_path: Path) -
     """The process running a build is SIGKILLed mid-build (a user's kill -9, the OOM killer): the
     build child's own death signal would end it alone and hand the daemon it started in a session
     of its own to init. The keeper kills the build whole."""
-    import re
     import signal
-    import time
 
     from flashinfer_bench.sandbox.procfs import task_state
+    from tests.compile.helpers import daemon_pid_in_logs, state_after
 
     src = tmp_path / "main.py"
     src.write_text(DAEMON_THEN_HANG)
     repo = str(Path(__file__).resolve().parents[2])
     proc = subprocess.Popen([sys.executable, "-c", BUILD_IN_A_PROCESS, repo, str(src), str(tmp_path / "cache")],
                             start_new_session=True)
-    pid = None
-    end = time.monotonic() + 60
-    while pid is None and time.monotonic() < end:
-        for log in (tmp_path / "cache").rglob("build.log"):
-            m = re.search(r"DAEMON PID (\d+)", log.read_text(errors="replace"))
-            if m:
-                pid = int(m.group(1))
-        time.sleep(0.2)
+    pid = daemon_pid_in_logs(tmp_path / "cache")
     try:
         assert pid is not None, "the build's daemon did not start"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        end = time.monotonic() + 10
-        while time.monotonic() < end and task_state(pid) not in (None, "Z"):
-            time.sleep(0.1)
-        state = task_state(pid)
+        state = state_after(pid)
         assert state in (None, "Z"), f"the build's daemon {pid} outlived the killed build ({state})"
     finally:
         if pid is not None and task_state(pid) not in (None, "Z"):
