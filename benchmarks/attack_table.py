@@ -51,6 +51,7 @@ SUBST: Dict[str, Dict[str, Any]] = {
     "memfd_fill": {"N": 200, "MB": 15},
     "socket_localhost": {"targets": {"port": 9, "abstract": "fib-attack-table"}},
     "shm_fill": {"marker": "fib-attack-table"},
+    "sysv_ipc_stash": {"KEY": 0x46494231, "MB": 64},
     "big_weights_rewrite_stats": None,  # its own definition: tests/security/test_large_inputs.py
 }
 CLASS_OF_LEGACY = {  # the first red team's files say "# expect:" instead of their class

@@ -10,7 +10,9 @@ CLONE_NEW*; clone3 answers ENOSYS so libc falls back to clone, whose flags we ca
 kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its requests would bypass
 this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata (mode, owner,
 times, extended attributes: by path, descriptor or *at call; Landlock does not govern metadata),
-memfd_secret (memory no one else can see). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
+memfd_secret (memory no one else can see), System V IPC and POSIX message queues (they outlive the
+process, mapped by nobody), and any call that acts on another process by its id (its priority,
+CPU affinity, scheduling class, NUMA pages, resource limits: `SELF_ONLY`). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
 denied as a whole.
 
 `install(deny_memfd=True)` also denies memfd_create: an anonymous file's pages are shared memory
@@ -116,6 +118,46 @@ DENIED: Dict[str, Tuple[int, int]] = {
     "fchmodat": (268, errno.EPERM),
     "utimensat": (280, errno.EPERM),
     "fchmodat2": (452, errno.EPERM),
+    # System V IPC and POSIX message queues: a segment detached but not removed, or a queue, lives
+    # on after its runner in the host's IPC namespace, mapped by no process (no memory watch sees
+    # it), and carries data from one evaluation to the next (`sysv_ipc_stash`: 64 MiB left behind)
+    "shmget": (29, errno.EPERM),
+    "shmat": (30, errno.EPERM),
+    "shmctl": (31, errno.EPERM),
+    "semget": (64, errno.EPERM),
+    "semop": (65, errno.EPERM),
+    "semctl": (66, errno.EPERM),
+    "msgget": (68, errno.EPERM),
+    "msgsnd": (69, errno.EPERM),
+    "msgrcv": (70, errno.EPERM),
+    "msgctl": (71, errno.EPERM),
+    "semtimedop": (220, errno.EPERM),
+    "mq_open": (240, errno.EPERM),
+    "mq_unlink": (241, errno.EPERM),
+    "mq_timedsend": (242, errno.EPERM),
+    "mq_timedreceive": (243, errno.EPERM),
+    "mq_notify": (244, errno.EPERM),
+    "mq_getsetattr": (245, errno.EPERM),
+    # another process's memory, by pidfd (its pages paged out: a slower reference)
+    "process_madvise": (440, errno.EPERM),
+    "process_mrelease": (448, errno.EPERM),
+}
+# Calls that act on a process named by an argument: allowed on the caller itself only (that
+# argument 0). A GPU runner has no pid namespace (it broke CUDA init), and a process of the same
+# user may lower another's priority, pin it to one CPU, give it SCHED_IDLE, page its memory to
+# another NUMA node or set its resource limits (an open-file limit of 8 on the worker, a CPU-time
+# limit on the reference runner): `tamper_other_processes`. name: (x86_64 number, (argument
+# index, the value it must have), ...): the caller's own process, never its group or its user
+SELF_ONLY: Dict[str, Tuple[int, Tuple[Tuple[int, int], ...]]] = {
+    "setpriority": (141, ((0, 0), (1, 0))),  # PRIO_PROCESS, who 0 (PRIO_USER 0: every process of the user)
+    "sched_setparam": (142, ((0, 0),)),
+    "sched_setscheduler": (144, ((0, 0),)),
+    "sched_setaffinity": (203, ((0, 0),)),
+    "ioprio_set": (251, ((0, 1), (1, 0))),  # IOPRIO_WHO_PROCESS, who 0
+    "migrate_pages": (256, ((0, 0),)),
+    "move_pages": (279, ((0, 0),)),
+    "prlimit64": (302, ((0, 0),)),
+    "sched_setattr": (314, ((0, 0),)),
 }
 MEMFD_CREATE = ("memfd_create", 319)
 _CLONE = 56
@@ -148,6 +190,14 @@ def program(deny_memfd: bool = False) -> List[Tuple[int, int, int, int]]:
     denied = list(DENIED.values()) + ([(MEMFD_CREATE[1], errno.EPERM)] if deny_memfd else [])
     for nr, err in denied:
         p += [(_JEQ, 0, 1, nr), (_RET, 0, 0, _RET_ERRNO | err)]
+    for nr, args in SELF_ONLY.values():
+        # each argument's low 32 bits (a pid_t or int; the kernel reads no more) must hold its
+        # value; the block ends in a return, so A still holds the number when the call is not this one
+        block: List[Tuple[int, int, int, int]] = []
+        for i, value in args:
+            block += [(_LD_W_ABS, 0, 0, 16 + 8 * i), (_JEQ, 1, 0, value), (_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
+        block.append((_RET, 0, 0, _RET_ALLOW))
+        p += [(_JEQ, 0, len(block), nr)] + block
     p += [
         (_JEQ, 0, 4, _CLONE),
         (_LD_W_ABS, 0, 0, 16),  # clone flags (low 32 bits of args[0])

@@ -562,6 +562,55 @@ def test_nothing_written_to_dev_shm_survives_an_evaluation(lab: Lab) -> None:
     assert "denied: shm" in t.evaluation.log, t.evaluation.log[-1500:]
 
 
+def _sysv_segment(key: int) -> List[str]:
+    """The host's System V shared memory segments under `key` (/proc/sysvipc/shm lines)."""
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return [ln for ln in lines if ln.split() and int(ln.split()[0]) == key]
+
+
+def _remove_ipc_leftovers(key: int) -> None:
+    """Remove what a failed run of `sysv_ipc_stash` left (the test must not leak it either)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    seg = libc.shmget(key, 0, 0)
+    if seg >= 0:
+        libc.shmctl(seg, 0, None)  # IPC_RMID
+    rt = ctypes.CDLL(ctypes.util.find_library("rt") or ctypes.util.find_library("c"))
+    rt.mq_unlink(f"/fib-stash-{key}".encode())
+
+
+def _mq_exists(key: int) -> bool:
+    import ctypes
+    import ctypes.util
+
+    rt = ctypes.CDLL(ctypes.util.find_library("rt") or ctypes.util.find_library("c"), use_errno=True)
+    q = rt.mq_open(f"/fib-stash-{key}".encode(), os.O_RDONLY | os.O_NONBLOCK)
+    if q >= 0:
+        os.close(q)
+        return True
+    return False
+
+
+def test_system_v_shared_memory_and_message_queues_are_refused(lab: Lab) -> None:
+    """A System V segment detached but not removed, or a POSIX message queue, outlives its runner
+    (no process maps it: no memory watch sees it) and carries data from one evaluation to the
+    next: both are refused, and nothing of them is there after two evaluations."""
+    key = 0x46000000 | (int.from_bytes(os.urandom(3), "little") & 0xFFFFFF)
+    try:
+        for mb in (64, 32):  # two solutions (a runner each): the second would find what the first left
+            t = lab.run("sysv_ipc_stash", KEY=key, MB=mb)
+            log = t.evaluation.log
+            assert t.evaluation.status.value == "PASSED", log[-1500:]
+            assert "denied: shmget" in log and "denied: mq_open" in log, log[-1500:]
+            assert "LEFT" not in log and "FOUND STASH" not in log, log[-1500:]
+        assert not _sysv_segment(key), _sysv_segment(key)
+        assert not _mq_exists(key)
+    finally:
+        _remove_ipc_leftovers(key)
+
+
 def _peek(lab: Lab):
     """Run `peek_witness_inputs`: it saw nothing outside its scratch and PASSED (its answers are right)."""
     ev = lab.run("peek_witness_inputs").evaluation

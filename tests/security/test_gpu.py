@@ -2,6 +2,7 @@
 are flagged, and the dataset and project stay unchanged (run with `pytest -m gpu tests/security`)."""
 from __future__ import annotations
 
+import os
 import re
 
 from pathlib import Path
@@ -213,6 +214,29 @@ def test_the_gpus_settings_cannot_be_changed_from_a_runner(gpu_lab: Lab) -> None
     assert report and "denied" in report, log[-2000:]
     assert "ALLOWED" not in report, report
     assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
+def test_a_runner_cannot_change_other_processes_on_the_gpu_machine(gpu_lab: Lab) -> None:
+    """A CUDA runner has no pid namespace, so it can name the worker (its parent) and the other
+    runners: their priority, CPU affinity, scheduling class, I/O priority, pages and limits must
+    stay out of its reach, its own process within it, and the honest solution after it PASSED."""
+    t = gpu_lab.run("tamper_other_processes")
+    log = t.evaluation.log
+    report = next((x for x in log.splitlines() if "TAMPER REPORT" in x), "")
+    print("GPU TAMPER", report[:600], "| denied lines:", sum("denied:" in x for x in log.splitlines()))
+    assert report.startswith("TAMPER REPORT changed 0:"), log[-2000:]
+    assert "own nice" in report and "own affinity" in report and "own limit" in report, report
+    assert "denied: prlimit" in log, log[-2000:]  # it did name other processes (its parent at least)
+    assert gpu_lab.run_good().evaluation.status.value == "PASSED"
+
+
+def test_system_v_ipc_is_refused_on_the_gpu_machine(gpu_lab: Lab) -> None:
+    """System V segments and message queues outlive a runner, mapped by nobody: refused on the GPU
+    machine too (CUDA runners keep memfd and /dev/shm, watched; not these)."""
+    t = gpu_lab.run("sysv_ipc_stash", KEY=0x46000000 | (os.getpid() & 0xFFFFFF), MB=64)
+    log = t.evaluation.log
+    assert t.evaluation.status.value == "PASSED", log[-2000:]
+    assert "denied: shmget" in log and "denied: mq_open" in log and "LEFT" not in log, log[-2000:]
 
 
 def _graph(t) -> dict:
