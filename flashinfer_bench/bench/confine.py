@@ -99,10 +99,10 @@ def prepare(
     _STATE["host_pid"] = ns.host_pid()  # before a private /proc hides the host's numbering
     _STATE["whole_proc"] = False
     if settings.mounts_wanted(gpu_runner):
-        # everything read-only but scratch (a bounded tmpfs), the logs, the roofline cache (and
+        # everything read-only but scratch (a bounded tmpfs), the roofline cache (and
         # /dev/shm for CUDA): no metadata changes outside scratch; a private /proc in a pid namespace
         try:
-            writable = [p for p in (_STATE["log_dir"], roofline, Path("/dev/shm") if gpu_runner else None) if p is not None]
+            writable = [p for p in (roofline, Path("/dev/shm") if gpu_runner else None) if p is not None]
             info = mounts.apply(writable, scratch=Path(scratch_dir), scratch_bytes=settings.scratch_bytes,
                                 scratch_inodes=settings.scratch_inodes, new_proc="pidns" in names and mounts.new_proc_allowed())
             _STATE["layers"].append("mountns")
@@ -123,7 +123,7 @@ def prepare(
         try:
             # a CPU runner has no use for /dev/shm (a tmpfs file would outlive it, unseen by the
             # memory watch); CUDA runners keep it and the supervisor cleans up after each evaluation
-            rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], _STATE["log_dir"], [roofline],
+            rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], [roofline],
                                shm=gpu_runner, whole_proc=_STATE["whole_proc"])
             info = rs.apply()
             _STATE["layers"].append("landlock")
@@ -225,7 +225,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         if _STATE.get("defer_landlock"):
             st = _STATE
             try:
-                rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"],
+                rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)],
                                    whole_proc=st.get("whole_proc", False))
                 # CUDA's threads exist by now: bind them too where the kernel can (docs/security.md)
                 info = rs.apply(all_threads=True)
@@ -236,7 +236,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         elif "landlock" in layers:
             st = _STATE
             try:
-                build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)], st["log_dir"],
+                build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)],
                               shm=False, whole_proc=st.get("whole_proc", False)).apply()
             except OSError as e:
                 notes["landlock_layer2"] = f"failed: {e}"

@@ -21,18 +21,23 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 
-def _redirect(path: Optional[str], fallback_fd: int) -> None:
-    """Point fd 1 and 2 at `path` (truncated), or back at `fallback_fd`."""
+def _redirect(fd: int) -> None:
+    """Point fd 1 and 2 at `fd` (the evaluation's log the supervisor handed over, or the runner's own)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    if path:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
-    else:
-        os.dup2(fallback_fd, 1)
-        os.dup2(fallback_fd, 2)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+
+
+def _received_log(sock: socket.socket) -> int:
+    """The evaluation's log: a descriptor the supervisor sends right after the request (the
+    runner has no write access to the logs' folder)."""
+    _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+    if len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise RuntimeError("the supervisor's request came without its log")
+    return fds[0]
 
 
 def main(argv: Optional[list] = None) -> int:
@@ -43,7 +48,7 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--readable", action="append", default=[])
-    ap.add_argument("--log-dir", default=None, help="where the per-evaluation logs go (writable when confined)")
+    ap.add_argument("--log-dir", default=None, help="where the per-evaluation logs go (each comes as a descriptor; not writable when confined)")
     args = ap.parse_args(argv)
 
     # while single-threaded, before torch: namespaces, the first Landlock layer, no capabilities
@@ -172,7 +177,8 @@ def main(argv: Optional[list] = None) -> int:
         if kind != "evaluate":
             send_msg(sock, {"type": "error", "error": f"unknown message type {kind!r}"})
             continue
-        _redirect(msg.get("log_path"), own_log)
+        log_fd = _received_log(sock)
+        _redirect(log_fd)
         state._witness = None  # the witness's calls are of this evaluation's request only
         state._witness_graph = None  # and its captured round (the graph's memory with it)
         try:
@@ -185,8 +191,9 @@ def main(argv: Optional[list] = None) -> int:
                 "message": "internal error in the evaluator (not the solution's fault):\n" + traceback.format_exc(),
             }
         finally:
-            _redirect(None, own_log)
-        result = guard.after_eval(result, msg.get("log_path"))
+            _redirect(own_log)
+        result = guard.after_eval(result, log_fd)
+        os.close(log_fd)
         state.release_memory()
         send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
         if result.get("status") == "PASSED":

@@ -46,7 +46,9 @@ def _fork_runner(msg: Dict[str, Any], fd: int, control: socket.socket, events: s
         control.close()
         events.close()
         os.close(wake_r)
-        signal.set_wakeup_fd(-1)
+        wake_w = signal.set_wakeup_fd(-1)  # the zygote's write end: a runner must hold nothing of it
+        if wake_w >= 0:
+            os.close(wake_w)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         os.setsid()

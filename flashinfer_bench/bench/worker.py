@@ -102,6 +102,24 @@ def _shm_entries() -> set:
         return set()
 
 
+
+def _hand_log(sock: socket.socket, log_path: Path) -> None:
+    """Make the evaluation's log file anew and hand the runner an open descriptor of it (SCM_RIGHTS
+    right after the request): a runner may write its log and nothing else of the logs' folder.
+    When it could create files there (its write access, until session 19), it planted read-only
+    logs under the next evaluations' names, which killed every later runner
+    (`log_dir_lockout`), passed data to later runners in other files' sizes (`log_dir_channel`)
+    and left 320 MiB outside its scratch quota (`log_dir_fill`)."""
+    try:
+        log_path.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        socket.send_fds(sock, [b"L"], [fd])
+    finally:
+        os.close(fd)
+
 class RunnerStartError(RuntimeError):
     pass
 
@@ -485,6 +503,7 @@ class Supervisor:
         try:
             with watch:
                 send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
+                _hand_log(r.sock, log_path)
                 reply = recv_msg(r.sock, timeout=cfg.timeout_s)
         except TimeoutError:
             self.replace_runner(r, "timeout")

@@ -74,7 +74,7 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     if ll.abi_version() > 0:
         try:
             # after CUDA init on a GPU machine: bind the driver's threads too where the kernel can
-            notes["landlock"] = build_ruleset(work_dir, [], None, shm=False, whole_proc=False).apply(all_threads=gpu)
+            notes["landlock"] = build_ruleset(work_dir, [], shm=False, whole_proc=False).apply(all_threads=gpu)
             layers.append("landlock")
         except OSError as e:
             notes["landlock"] = f"failed: {e}"

@@ -26,7 +26,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List
 
 from . import landlock as ll
 
@@ -174,12 +174,13 @@ def proc_readable(whole: bool) -> List[str]:
 
 
 def build_ruleset(
-    scratch: Path, readable: Iterable[Path], log_dir: Optional[Path], extra_writable: Iterable[Path] = (),
+    scratch: Path, readable: Iterable[Path], extra_writable: Iterable[Path] = (),
     shm: bool = True, whole_proc: bool = False,
 ) -> ll.Ruleset:
     """The runner's Landlock policy: read the system, Python and the given paths; write scratch
     (and /dev/shm when `shm`: CUDA runners keep it, the supervisor removes what an evaluation
-    left there). /proc: see `proc_readable`."""
+    left there). /proc: see `proc_readable`. Not the logs' folder: an evaluation's log comes as a
+    descriptor (`worker._hand_log`; with write access there a runner planted other runners' logs)."""
     rs = ll.ruleset()
     rs.allow(SYSTEM_READABLE, ll.READ)
     rs.allow(proc_readable(whole_proc), ll.READ)
@@ -193,7 +194,5 @@ def build_ruleset(
     # REFER: renames between directories of scratch (Triton's cache moves a compiled kernel from
     # its temp dir into place; without it Landlock answers EXDEV)
     rs.allow([scratch], ll.READ | ll.WRITE | ll.REFER)
-    if log_dir is not None:
-        rs.allow([log_dir], ll.WRITE_PLAIN)
     rs.allow(list(extra_writable), ll.READ | ll.WRITE_PLAIN)
     return rs

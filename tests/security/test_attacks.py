@@ -6,6 +6,7 @@ project must be byte-for-byte what they were, and the next evaluation must run n
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import threading
@@ -591,6 +592,38 @@ def _mq_exists(key: int) -> bool:
         os.close(q)
         return True
     return False
+
+
+def _report(log: str, marker: str) -> str:
+    return next((x for x in log.splitlines() if marker in x), "")
+
+
+def test_a_runner_cannot_write_the_logs_folder(lab: Lab, unchanged) -> None:
+    """Every runner could create, truncate and remove files in the worker's logs' folder (Landlock
+    WRITE_PLAIN there) until session 19: `log_dir_lockout` planted read-only logs under the next
+    evaluations' names (every later runner died on its log), `log_dir_channel` passed a message
+    to a later runner in sparse files' sizes, `log_dir_fill` left 320 MiB outside its scratch
+    quota. Now an evaluation's log comes as a descriptor: the folder is not writable at all."""
+    lock = lab.run("log_dir_lockout").evaluation
+    assert lock.status.value == "PASSED", lock.log[-1500:]
+    report = _report(lock.log, "LOCKOUT REPORT")  # the refusals first (its first six entries), then the count
+    assert report and not re.search(r"planted [1-9]", report) and ("Read-only" in report or "Permission" in report), report
+    chan = lab.run("log_dir_channel").evaluation
+    report = _report(chan.log, "CHANNEL REPORT")
+    assert "received nothing" in report and "write:" in report and "left b" not in report, report
+    fill = lab.run("log_dir_fill").evaluation
+    assert "wrote 0 MiB" in _report(fill.log, "FILL REPORT"), fill.log[-1500:]
+    for _ in range(2):  # the next evaluations log and pass as before
+        _assert_next_is_fine(lab)
+
+
+def test_a_forked_runner_holds_no_descriptor_of_the_zygote(lab: Lab) -> None:
+    """A runner forked by the runner zygote kept the write end of the zygote's signal wakeup pipe:
+    `zygote_wakeup_pipe` grew it to 1 MiB and kept it full while the zygote (never stopped with
+    the runner) drained it. The child closes it now."""
+    t = lab.run("zygote_wakeup_pipe").evaluation
+    assert t.status.value == "PASSED", t.log[-1500:]
+    assert "no foreign pipe" in _report(t.log, "ZYGOTE REPORT"), t.log[-1500:]
 
 
 def test_system_v_shared_memory_and_message_queues_are_refused(lab: Lab) -> None:

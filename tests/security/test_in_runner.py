@@ -56,6 +56,14 @@ STOPPED_BY: Dict[str, str] = {
     "wrong_when_witnessed": "witness_wrong",
     "skip_witnessed_calls": "witness_wrong",  # zeros in 2 of 3 witness calls: 8 of a cheap round's 64 checked
     "tamper_witness_inputs": "witness_failed",  # on a CPU the file is its own copy: truncated under its mapping, its calls die
+    # session 19: wraps the runner's witness._save_all to describe a size as Infinity (the check
+    # raised past its handler: `unwitnessed`, PASSED at 125x); now unreadable outputs
+    "witness_check_overflow": "witness_wrong",
+    # session 19: a trace function rebinding the sampler's end time (no object replaced)
+    "settrace_sampler": "timer_patched",
+    # session 19: CPU time burnt after one round's reply widened every round's bound (the
+    # parallelism was the largest of the rounds; now the least)
+    "parallelism_inflate": "timing_disputed",
 }
 
 # forged by 3.5x: on this 2-core machine loaded by the suite's other worker the claim's wall time

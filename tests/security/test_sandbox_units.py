@@ -50,7 +50,7 @@ import json, os, sys
 from pathlib import Path
 from flashinfer_bench.sandbox.policy import build_ruleset
 scratch, data, logs = map(Path, sys.argv[1:4])
-build_ruleset(scratch, [data], logs).apply()
+build_ruleset(scratch, [data]).apply()
 out = {}
 def attempt(name, fn):
     try:
@@ -82,12 +82,13 @@ def test_landlock_policy_in_a_child(tmp_path: Path) -> None:
     for d in (scratch, data, logs):
         d.mkdir()
     (data / "d").write_text("data")
+    (logs / "eval.log").write_text("another evaluation's log")  # the logs' folder: neither writable nor readable
     r = subprocess.run([sys.executable, "-c", CHILD, str(scratch), str(data), str(logs)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out == {
         "write scratch": "ok", "rename across scratch dirs": "ok", "read data": "ok", "write data": "PermissionError", "new file in data": "PermissionError",
-        "write log": "ok", "read log": "PermissionError", "fifo in logs": "PermissionError",
+        "write log": "PermissionError", "read log": "PermissionError", "fifo in logs": "PermissionError",
         "symlink in logs": "PermissionError", "read home": "PermissionError", "write /tmp": "PermissionError",
     }, out
     assert (data / "d").read_text() == "data"
@@ -683,3 +684,23 @@ def test_the_quiet_gate_blames_the_solution_only_when_killing_its_runner_quieten
     assert other["extra"]["flags"] == ["device_busy"] and not other["extra"].get("suspect")
     assert other.get("healthy", True)
     assert quiet.mark(None, 2400.0, 20.0) is True  # a parked runner: no trace to mark
+
+
+@pytest.mark.parametrize("entry", [
+    {"shape": [float("inf")]}, {"shape": ["2"]}, {"shape": [True]}, {"shape": "12"}, {"shape": [1 << 41]},
+    {"offset": 1.5}, {"offset": float("nan")}, {"nbytes": "8"}, {"dtype": "__class__"}, {"scalar": {"a": 1}},
+])
+def test_the_witness_refuses_a_malformed_description_of_outputs(tmp_path: Path, entry: dict) -> None:
+    """What the solution's runner says of its saved outputs is the solution's: every malformed
+    description is a ValueError (`unreadable outputs`, witness_wrong), never another exception that
+    escapes the check (an OverflowError from a size of Infinity made the round `unwitnessed` and
+    left a 125x forged claim PASSED: `witness_check_overflow`)."""
+    from flashinfer_bench.bench.sandbox.witness import _load_all, unreadable
+
+    (tmp_path / "outputs.bin").write_bytes(bytes(64))
+    good = {"dtype": "float16", "shape": [4], "file": "outputs.bin", "offset": 0, "nbytes": 8}
+    assert _load_all([[good]], str(tmp_path), "cpu")[0][0].shape == (4,)
+    bad = {**good, **entry} if "scalar" not in entry else entry
+    with pytest.raises(ValueError) as e:
+        _load_all([[bad]], str(tmp_path), "cpu")
+    assert unreadable(e.value).startswith("unreadable outputs (ValueError")

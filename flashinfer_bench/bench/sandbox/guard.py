@@ -37,7 +37,7 @@ from ...sandbox.proctree import children
 _OUR_MODULES = (
     "timing", "evaluate", "checks", "correctness", "inputs", "roofline", "environment", "loader", "protocol",
     "runner", "confine", "sandbox.guard", "sandbox.channel",
-)
+)  # not the witness's runner side: it is hostile by design (every answer of it is verified outside)
 _FLAG_PATCHED = "timer_patched"
 _FLAG_BACKGROUND = "background_work"
 _FLAG_TORCH = "torch_patched"
@@ -132,6 +132,24 @@ def _static(owner: Any, attr: str) -> Any:
         return getattr(owner, attr, None)
 
 
+def trace_hooks() -> Dict[str, Any]:
+    """The interpreter's hooks that run code inside every frame: trace and profile functions (of
+    this thread and of threads yet to start) and, from Python 3.12, `sys.monitoring` tools. A hook
+    sees and may rebind the harness's locals as its functions run (`settrace_sampler` rebound the
+    sampler's end time so that its samples came out 100x shorter): a hook the solution set fails
+    the evaluation like a replaced timer."""
+    hooks: Dict[str, Any] = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile()}
+    for name in ("gettrace", "getprofile"):
+        get = getattr(threading, name, None)  # Python 3.10+
+        if get is not None:
+            hooks[f"threading.set{name[3:]}"] = get()
+    monitoring = getattr(sys, "monitoring", None)
+    if monitoring is not None:
+        for tool in range(6):
+            hooks[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
+    return hooks
+
+
 def _children() -> List[int]:
     return children("self")
 
@@ -143,6 +161,7 @@ class Guard:
         self._watched = watched_objects()
         self._names = {label: (owner, set(vars(owner))) for label, owner in _namespaces().items()}
         self._threads = {t.ident for t in threading.enumerate()}
+        self._hooks = trace_hooks()
 
     def _added(self) -> List[Tuple[str, Any, str]]:
         """(label, owner, name) of attributes that appeared since the snapshot (submodules that an
@@ -156,11 +175,23 @@ class Guard:
         return out
 
     def replaced(self) -> List[str]:
+        hooks = trace_hooks()
         return [n for n, (owner, attr, obj) in self._watched.items() if _static(owner, attr) is not obj] + [
             f"{label}.{name} (new)" for label, _, name in self._added()
-        ]
+        ] + [f"{n} (hook)" for n, h in hooks.items() if h != self._hooks.get(n)]
 
     def restore(self) -> None:
+        if trace_hooks() != self._hooks:
+            sys.settrace(self._hooks["sys.settrace"])
+            sys.setprofile(self._hooks["sys.setprofile"])
+            if hasattr(threading, "gettrace"):
+                threading.settrace(self._hooks["threading.settrace"])  # type: ignore[arg-type]
+                threading.setprofile(self._hooks["threading.setprofile"])  # type: ignore[arg-type]
+            monitoring = getattr(sys, "monitoring", None)
+            for tool in range(6) if monitoring is not None else ():
+                if monitoring.get_tool(tool) != self._hooks.get(f"sys.monitoring tool {tool}"):
+                    monitoring.set_events(tool, 0)
+                    monitoring.free_tool_id(tool)
         for owner, attr, obj in self._watched.values():
             if _static(owner, attr) is not obj:
                 try:
@@ -190,8 +221,8 @@ class Guard:
 
         return checked_load
 
-    def after_eval(self, result: Dict[str, Any], log_path: Optional[str] = None) -> Dict[str, Any]:
-        """Apply the checks to an evaluation's result (in place) and return it; `log_path` is the
+    def after_eval(self, result: Dict[str, Any], log_fd: Optional[int] = None) -> Dict[str, Any]:
+        """Apply the checks to an evaluation's result (in place) and return it; `log_fd` is the
         file that held the solution's output."""
         extra = result.get("extra") if isinstance(result.get("extra"), dict) else {}
         flags: List[str] = list(extra.get("flags") or [])
@@ -214,7 +245,7 @@ class Guard:
             _fail(result, f"timer_patched: the solution replaced harness or timing functions ({what}); "
                           f"the measurement is not trusted")
             flags.append(_FLAG_PATCHED)
-        full = _log_at_limit(log_path)
+        full = _log_at_limit(log_fd)
         if full:
             notes.append(full)
             if result.get("status") != "PASSED":
@@ -244,12 +275,12 @@ class Guard:
         return result
 
 
-def _log_at_limit(log_path: Optional[str]) -> str:
+def _log_at_limit(log_fd: Optional[int]) -> str:
     """A line saying so when the evaluation's output reached the file size limit."""
-    if not log_path:
+    if log_fd is None:
         return ""
     try:
-        size = os.stat(log_path).st_size
+        size = os.fstat(log_fd).st_size
         soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
     except OSError:
         return ""
