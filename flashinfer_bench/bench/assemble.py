@@ -16,17 +16,32 @@ STATUSES = {
 }
 
 
-def _finite_or_none(v: Any) -> Any:
-    """Non-finite floats as None, strings (thread names, notes quoting the solution) made safe."""
+# what a runner's numbers may nest to in a trace: its `extra` and environment come from the
+# solution's process. A list nested 220 deep was written (pydantic serialises ~255 levels) and
+# could not be read back (its parser stops at ~200): the client raised instead of returning a
+# trace, and merging that definition's traces lost every solution's new results (`deep_extra`)
+MAX_DEPTH = 24
+MAX_ITEMS = 4096  # of one list or dict
+MAX_TEXT = 16384  # characters of one string
+
+
+def _finite_or_none(v: Any, depth: int = 0) -> Any:
+    """Non-finite floats as None, strings (thread names, notes quoting the solution) made safe,
+    and the whole bounded: MAX_DEPTH levels, MAX_ITEMS entries a level, MAX_TEXT characters a string."""
+    if depth > MAX_DEPTH:
+        return "(nested too deep: cut)"
     if isinstance(v, float) and not math.isfinite(v):
         return None
     if isinstance(v, str):
-        return safe_text(v)
+        return safe_text(v[:MAX_TEXT])
     if isinstance(v, dict):
-        return {safe_text(k) if isinstance(k, str) else k: _finite_or_none(x) for k, x in v.items()}
+        items = list(v.items())[:MAX_ITEMS]
+        return {safe_text(k[:MAX_TEXT]) if isinstance(k, str) else k: _finite_or_none(x, depth + 1) for k, x in items}
     if isinstance(v, (list, tuple)):
-        return [_finite_or_none(x) for x in v]
-    return v
+        return [_finite_or_none(x, depth + 1) for x in list(v)[:MAX_ITEMS]]
+    if v is None or isinstance(v, (bool, int, float)):
+        return v
+    return safe_text(repr(v)[:MAX_TEXT])
 
 
 def read_capped(path: Optional[Path], limit: int) -> str:
@@ -53,13 +68,26 @@ def read_capped(path: Optional[Path], limit: int) -> str:
     )
 
 
-def environment(static: Optional[Dict[str, Any]], per_eval: Optional[Dict[str, Any]], device: str) -> Dict[str, Any]:
+# what the solution's runner may add to a trace's environment: the evaluation's times and clocks.
+# Everything else (hardware, device, libs, the seed) is the supervisor's: a runner that set `env`
+# filed its result under "NVIDIA B200", another trace identity (`forge_hardware`, session 19)
+RUNNER_ENV_KEYS = ("start_time", "end_time", "clocks_start", "clocks_end")
+
+
+def environment(static: Optional[Dict[str, Any]], per_eval: Optional[Dict[str, Any]], device: str,
+                own: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """A trace's environment: `static` (what a runner reported when it started, before any
+    solution was loaded in it), RUNNER_ENV_KEYS of `per_eval` (the evaluation's runner), then the
+    supervisor's `own` facts; the device's name wins over all of them."""
     static = dict(static or {})
     hw = static.pop("hardware", None) or f"unavailable ({device})"
     libs = {k: str(v) for k, v in (static.pop("libs", None) or {}).items()}
-    env = {"hardware": hw, "libs": libs}
+    env: Dict[str, Any] = {"hardware": hw, "libs": libs}
     env.update(static)
-    env.update(per_eval or {})
+    per_eval = per_eval if isinstance(per_eval, dict) else {}
+    env.update({k: per_eval[k] for k in RUNNER_ENV_KEYS if k in per_eval and k not in env})
+    env.update(own or {})
+    env.update({"hardware": hw, "libs": libs})
     env.setdefault("device", device)
     return _finite_or_none(env)
 

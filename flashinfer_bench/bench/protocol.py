@@ -12,6 +12,11 @@ import time
 from typing import Any, Optional
 
 MAX_MESSAGE = 256 * 1024 * 1024
+# what a runner may send the supervisor in one message: its replies are results, digests and the
+# descriptions of a round's files (tens of KiB). A runner that wrote a 200 MiB `[{},{},...]` frame
+# to its own channel made the worker parse it (5.2 GB at its peak, outside every memory watch)
+# before the seal refused it (`reply_bomb`, session 19)
+RUNNER_MAX_MESSAGE = 4 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 
 
@@ -64,10 +69,11 @@ def _recv_exact(sock: socket.socket, n: int, deadline: Optional[float]) -> bytes
     return b"".join(chunks)
 
 
-def recv_msg(sock: socket.socket, timeout: Optional[float] = None) -> Any:
-    """One message; TimeoutError when `timeout` seconds pass, ConnectionClosed on EOF."""
+def recv_msg(sock: socket.socket, timeout: Optional[float] = None, limit: int = MAX_MESSAGE) -> Any:
+    """One message; TimeoutError when `timeout` seconds pass, ConnectionClosed on EOF or on a
+    message announced over `limit` bytes (RUNNER_MAX_MESSAGE from a runner)."""
     deadline = None if timeout is None else time.monotonic() + timeout
     (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
-    if n > MAX_MESSAGE:
-        raise ConnectionClosed(f"peer announced a {n}-byte message (limit {MAX_MESSAGE})")
+    if n > limit:
+        raise ConnectionClosed(f"peer announced a {n}-byte message (limit {limit})")
     return json.loads(_recv_exact(sock, n, deadline).decode("utf-8"))

@@ -39,7 +39,7 @@ from ..data import Definition, Workload
 from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
-from .protocol import ConnectionClosed, recv_msg, send_msg
+from .protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
 from .sandbox import quiet, supervise, witness, witness_graph
 from ..sandbox.keeper import Keeper
@@ -101,6 +101,23 @@ def _shm_entries() -> set:
     except OSError:
         return set()
 
+
+
+def _recharge(result: Dict[str, Any], ref_stats: Optional[Dict[str, Any]]) -> None:
+    """A failure the solution's runner charges to the dataset or the machine (its message's
+    prefix, `data/charge.py`) stands only where the supervisor cannot tell otherwise: that runner
+    is the solution's process, and a solution that raised such a message (`charge_environment`:
+    "environment error ... CUDA driver reset") kept its failure out of the dataset and an older
+    PASSED trace in it. When the definition's reference ran on this workload in the reference
+    runner, where no solution runs, the failure is the solution's."""
+    message = str(result.get("message") or "")
+    if result.get("status") == "PASSED" or not message.startswith((DATASET_ERROR, ENVIRONMENT_ERROR)):
+        return
+    if ref_stats is None or "failed" in ref_stats:
+        return
+    result["message"] = ("the solution's runner reported a failure that is not the solution's, but the "
+                         "definition's reference ran on this workload in the reference runner, where no solution "
+                         "runs: charged to the solution. Its runner said: " + message)
 
 
 def _hand_log(sock: socket.socket, log_path: Path) -> None:
@@ -282,7 +299,7 @@ class Supervisor:
                 )
         child.close()
         try:
-            msg = recv_msg(parent, timeout=self.startup_timeout)
+            msg = recv_msg(parent, timeout=self.startup_timeout, limit=RUNNER_MAX_MESSAGE)
         except (TimeoutError, ConnectionClosed) as e:
             self._kill(proc)
             parent.close()
@@ -419,19 +436,20 @@ class Supervisor:
             marks[phase] = marks.get(phase, 0.0) + now - last[0]
             last[0] = now
 
+        facts: Dict[str, Any] = {}  # the supervisor's own facts of this evaluation, for its trace's environment
+
         def trace(status: str, message: str, output: str = "", result: Optional[Dict[str, Any]] = None) -> str:
             if "before" in shm:
                 self._clean_shm(shm.pop("before"))
             static = (self.last_ready or {}).get("env")
-            per_eval = dict((result or {}).get("env") or {})
-            per_eval.setdefault("seed", seed)
+            per_eval = (result or {}).get("env")
             extra = dict((result or {}).get("extra") or {})
             extra["eval_seconds"] = time.monotonic() - t0
             mark("finish")
             extra["supervisor_s"] = {k: round(v, 5) for k, v in marks.items()}
             t = assemble_trace(
                 **common, status=status, message=message, output_log=output,
-                env=environment(static, per_eval, self.device),
+                env=environment(static, per_eval, self.device, own={"seed": seed, **facts}),
                 correctness=(result or {}).get("correctness"), performance=(result or {}).get("performance"),
                 extra=extra,
             )
@@ -504,7 +522,7 @@ class Supervisor:
             with watch:
                 send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
                 _hand_log(r.sock, log_path)
-                reply = recv_msg(r.sock, timeout=cfg.timeout_s)
+                reply = recv_msg(r.sock, timeout=cfg.timeout_s, limit=RUNNER_MAX_MESSAGE)
         except TimeoutError:
             self.replace_runner(r, "timeout")
             out = read_capped(log_path, cfg.log_limit_bytes)
@@ -535,14 +553,27 @@ class Supervisor:
                    "implausible result from the runner, not trusted: " + "; ".join(problems))
             return trace("RUNTIME_ERROR", why, out)
         r.seq = int(reply.get("seq", r.seq)) if r.key is not None else r.seq
+        _recharge(result, ref_stats)
         # how this runner began: forked from the runner zygote, or started from scratch
-        result.setdefault("env", {})["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
+        facts["runner_start"] = "zygote" if isinstance(r.proc, ForkedRunner) else "exec"
         supervise.own_reference(result, ref_stats)  # never the copy the solution's runner echoed
         mark("checks")
-        with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
-            witness_graph.judge(self, r, request, result, self.device, cfg.timeout_s)  # GPU: device time first
-        mark("witness")
-        witness_graph.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
+        try:
+            with supervise.MemoryWatch.for_runner(r.proc.pid, r.ready):  # the solution runs again
+                witness_graph.judge(self, r, request, result, self.device, cfg.timeout_s)  # GPU: device time first
+            mark("witness")
+            witness_graph.judge_floor(result, request, r.ready, self.device)  # a claim under a physical floor
+        except Exception as e:  # noqa: BLE001 - the witness reads the solution's replies: none may end this job unjudged
+            # a reply of a type the witness did not expect (`witness_reply_types`: a TypeError ended
+            # the worker's job, the client got no trace and tried the solution again): the result
+            # stands unverified, so it does not stand
+            log.exception("the witness of %s failed", req.get("solution_name"))
+            self._hold(r)
+            self._quiet_gate(r, None)
+            self.replace_runner(r, "the witness failed")
+            return trace("RUNTIME_ERROR", f"witness_failed: the supervisor could not verify the result "
+                         f"({type(e).__name__}: {str(e)[:300]}); the result is not trusted",
+                         read_capped(log_path, cfg.log_limit_bytes))
         _leftovers(r, result)
         self._hold(r)  # stopped now (not after the trace): the GPU must be quiet before the next measurement
         self._quiet_gate(r, result)
@@ -595,7 +626,7 @@ class Supervisor:
                 self._to_gate.append(r)
                 send_msg(r.sock, {"type": "trim"})
                 send_msg(r.sock, {"type": "ping"})
-                if (recv_msg(r.sock, timeout=PARK_TIMEOUT_S) or {}).get("type") != "pong":
+                if (recv_msg(r.sock, timeout=PARK_TIMEOUT_S, limit=RUNNER_MAX_MESSAGE) or {}).get("type") != "pong":
                     raise ConnectionClosed("no pong")
         except (OSError, TimeoutError, ConnectionClosed, ValueError) as e:
             log.warning("parking runner pid %d: %s; discarded", r.proc.pid, e)
@@ -709,7 +740,7 @@ class Supervisor:
         nonce = os.urandom(8).hex()
         try:
             send_msg(rr.sock, {"type": "time_reference", "request": request, "nonce": nonce})
-            reply = recv_msg(rr.sock, timeout=cfg.timeout_s)
+            reply = recv_msg(rr.sock, timeout=cfg.timeout_s, limit=RUNNER_MAX_MESSAGE)
         except TimeoutError:
             with self._runner_lock:
                 self._discard(rr)

@@ -79,6 +79,9 @@ def test_gpu_work_queued_after_the_last_reply_does_not_slow_the_next_solution(gp
     ev = t.evaluation
     after = gpu_lab.run_good(wl)
     aev = after.evaluation
+    hx = (ev.correctness.extra or {}) if ev.correctness else {}
+    print("GPU QUIET hostile's probe", hx.get("quiet_probe_us"), "witness", {k: (hx.get("witness") or {}).get(k) for k in ("clock", "parts_ms", "seconds")},
+          "log", ev.log[-600:])
     print("GPU QUIET", "honest before", lat, "probes", probes, "| hostile", ev.status.value, sorted(flags(t)),
           "| honest after", aev.status.value, aev.performance and aev.performance.latency_ms,
           (aev.correctness.extra or {}).get("quiet_probe_us") if aev.correctness else None)
@@ -259,8 +262,10 @@ def test_a_modest_forgery_is_caught_whatever_the_call_costs(gpu_lab: Lab, cost: 
     wl = rms_workload(4096, uuid="rms_graph_gpu")
     t = gpu_lab.run("rewrite_stats_modest", workload=wl, GPU_COST=cost)
     ev = t.evaluation
-    print("GPU modest", cost, ev.status.value, ev.log.splitlines()[0][:400])
-    assert ev.status.value == "RUNTIME_ERROR", (ev.status, ev.log[-2000:])
+    extra = (ev.correctness.extra or {}) if ev.correctness else {}
+    print("GPU modest", cost, ev.status.value, (ev.log.splitlines() or [""])[0][:400], flags(t),
+          ev.performance.latency_ms if ev.performance else None, _graph(t))
+    assert ev.status.value == "RUNTIME_ERROR", (ev.status, flags(t), extra.get("witness"), ev.log[-2000:])
     # judged by the device-time round (a dispute of its CUDA-graph replays, or a floor claim it did
     # not vouch for), not by the coarse round
     assert ("timing_disputed" in ev.log and "CUDA-graph replays" in ev.log) or "implausible_latency" in ev.log, ev.log[-2000:]

@@ -350,6 +350,12 @@ def _finite_pos(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
+# no call of a solution returns in under a nanosecond (a Python call alone is ~50 ns); a claim of
+# 1e-320 ms passed the checks below with an infinite speedup and then broke the witness's
+# arithmetic (`subnormal_latency`, session 19)
+MIN_LATENCY_MS = 1e-6
+
+
 def plausibility_problems(
     result: Dict[str, Any], request: Dict[str, Any], ready: Optional[Dict[str, Any]], device: str,
 ) -> List[str]:
@@ -366,6 +372,8 @@ def plausibility_problems(
     lat = perf.get("latency_ms")
     if not _finite_pos(lat):
         return [f"latency_ms {lat!r} is not a finite positive number"]
+    if lat < MIN_LATENCY_MS:  # 1e-320 ms gave an infinite speedup, "close" to reference/latency
+        return [f"latency_ms {lat!r} is under {MIN_LATENCY_MS} ms: no call returns that fast"]
     for k in ("max_abs", "max_rel"):
         v = corr.get(k)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
@@ -376,7 +384,7 @@ def plausibility_problems(
     if profile:
         if not _finite_pos(ref):
             probs.append(f"reference_latency_ms {ref!r} is not a finite positive number")
-        elif not (isinstance(sp, (int, float)) and math.isclose(sp, ref / lat, rel_tol=1e-6)):
+        elif not (_finite_pos(sp) and math.isclose(sp, ref / lat, rel_tol=1e-6)):
             probs.append(f"speedup_factor {sp!r} is not reference/latency = {ref / lat:.6g}")
     n = extra.get("samples")
     if not (isinstance(n, int) and n >= 1):

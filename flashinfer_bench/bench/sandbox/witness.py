@@ -309,6 +309,20 @@ def _map_file(folder: str, name: str, writable: bool = True) -> Any:
         os.close(fd)
 
 
+_DTYPES: Dict[str, Any] = {}
+
+
+def _torch_dtypes() -> Dict[str, Any]:
+    """torch's dtypes by name, read from its namespace: `getattr(torch, name)` imports a lazy
+    submodule of that name (`_inductor`: ~900 modules loaded into the reference runner by one
+    description of a solution's outputs, `witness_dtype_import`, session 19)."""
+    if not _DTYPES:
+        import torch
+
+        _DTYPES.update({n: v for n, v in vars(torch).items() if isinstance(v, torch.dtype)})
+    return _DTYPES
+
+
 def unreadable(e: BaseException) -> str:
     """What a check says of outputs it could not read (their description is the solution's:
     `h19_witness_check_overflow` described a size as Infinity, and the OverflowError that
@@ -353,9 +367,9 @@ def _load_all(meta: List[List[Dict[str, Any]]], folder: str, device: Any) -> Lis
             key = str(d.get("dtype"))
             dtype = dtypes.get(key)
             if dtype is None:
-                dtype = dtypes[key] = getattr(torch, key, None)
-                if not isinstance(dtype, torch.dtype):
-                    raise ValueError(f"unknown dtype {d.get('dtype')!r}")
+                dtype = dtypes[key] = _torch_dtypes().get(key)
+                if dtype is None:
+                    raise ValueError(f"unknown dtype {key!r:.60}")
             shape = d.get("shape") or []
             if not isinstance(shape, list) or len(shape) > 16 or any(type(x) is not int or not 0 <= x < 1 << 40 for x in shape):
                 raise ValueError(f"shape: not a list of sizes ({shape!r:.80})")
@@ -710,7 +724,7 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
     `after_reply()` before the last (it takes the outputs away: work the runner does on them
     until then is counted)."""
     from ...sandbox.cgroup import settled_cpu_ns
-    from ..protocol import ConnectionClosed, recv_msg, send_msg
+    from ..protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, recv_msg, send_msg
 
     nonce = os.urandom(8).hex()
     usage = _usage_file(handle) if cpu else None
@@ -723,7 +737,7 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
             before_send()
         t0 = time.perf_counter()
         send_msg(handle.sock, {**msg, "nonce": nonce})
-        reply = recv_msg(handle.sock, timeout=timeout)
+        reply = recv_msg(handle.sock, timeout=timeout, limit=RUNNER_MAX_MESSAGE)
     except TimeoutError:
         return None, (0.0, 0.0), "timeout"
     except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
@@ -1054,12 +1068,12 @@ class Pending:
 
     def collect(self) -> Optional[Dict[str, Any]]:
         """The answer (None, with `why`, if there is none); read once: the channel is clear again."""
-        from ..protocol import ConnectionClosed, recv_msg
+        from ..protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, recv_msg
 
         if self._pending:
             self._pending = False
             try:
-                self.result, self.why = _accept(self.handle, self.nonce, recv_msg(self.handle.sock, timeout=self.timeout))
+                self.result, self.why = _accept(self.handle, self.nonce, recv_msg(self.handle.sock, timeout=self.timeout, limit=RUNNER_MAX_MESSAGE))
             except TimeoutError:
                 self.why = "timeout"
             except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
@@ -1263,6 +1277,9 @@ class _Witness:
             self.costs.append(ms)
             self.round_nulls.append(None)
             self.runner_parts["solution"] = res.get("parts_ms")
+            if not all(isinstance(row, list) for row in calls):  # the solution's runner's description
+                self.bad.append("outputs not readable: not a list of outputs per call")
+                return
             names = {str(e.get("file")) for row in calls for e in row if isinstance(e, dict) and "file" in e}
             if res.get("late_error") or not names <= {"outputs.bin"}:
                 self.bad.append(f"outputs not readable: {res.get('late_error') or sorted(names)}")
