@@ -38,6 +38,10 @@ def connect(path: Any, timeout: float) -> socket.socket:
     return s
 
 
+class MessageTooLarge(ConnectionClosed):
+    """A message announced over the reader's limit: not read (the channel is then unusable)."""
+
+
 def send_msg(sock: socket.socket, obj: Any) -> None:
     data = json.dumps(obj).encode("utf-8")
     if len(data) > MAX_MESSAGE:
@@ -75,5 +79,5 @@ def recv_msg(sock: socket.socket, timeout: Optional[float] = None, limit: int = 
     deadline = None if timeout is None else time.monotonic() + timeout
     (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
     if n > limit:
-        raise ConnectionClosed(f"peer announced a {n}-byte message (limit {limit})")
+        raise MessageTooLarge(f"peer announced a {n}-byte message, over the {limit >> 20} MiB it may send")
     return json.loads(_recv_exact(sock, n, deadline).decode("utf-8"))

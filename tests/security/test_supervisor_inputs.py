@@ -96,6 +96,7 @@ def test_a_huge_reply_is_refused_before_it_is_parsed(lab: Lab) -> None:
     before = _peak_kib(worker)
     t = lab.run("reply_bomb", workload=WL, MB=200)
     assert t.evaluation.status.value == "RUNTIME_ERROR", t.evaluation.log[-1500:]
+    assert "forged_result" in t.evaluation.log and "MiB it may send" in t.evaluation.log, t.evaluation.log[:500]
     grown = _peak_kib(worker) - before
     assert grown < 512 * 1024, f"the worker's peak memory grew by {grown} KiB"
     assert _real(lab)
