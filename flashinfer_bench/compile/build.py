@@ -31,7 +31,7 @@ from . import zygote
 from .confine import child_info, sanitize_build_dir
 from .cache import ArtifactCache, default_cache_dir
 from .builders.common import RESULT
-from .messages import cap, relativise
+from .messages import MAX_LOG_CHARS, cap, relativise
 from .result import COMPILE_ERROR, OK, SKIPPED, BuildResult
 from .sources import package_name, spec_problems, syntax_problem, write_sources
 
@@ -98,6 +98,9 @@ def build(
             seconds = round(time.perf_counter() - t0, 3)
             if status != OK:
                 return result(status, message, log)
+            too_big = _over_budget(tmp)
+            if too_big:
+                return result(COMPILE_ERROR, too_big, log)
             final = cache.artifact_dir(digest)
             _relocate_triton_cache(tmp / "triton_cache", tmp, final)
             shutil.rmtree(tmp / _CONTROL, ignore_errors=True)
@@ -242,21 +245,80 @@ def _run_child(
     return _child_result(control, rc, log_path, src)
 
 
+# what the trusted parent reads of files the build child wrote, at most: a build that truncated
+# its log to 1 GiB (sparse, no disk used) made the parent hold ~3 GiB decoding it (`sparse_build_log`)
+RESULT_BYTES = 1 << 20
+
+
+# a build's directory is published into the cache and kept: at most this much disk and this many files
+BUILD_MAX_MB = int(os.environ.get("FIB_BUILD_MAX_MB", "4096"))
+BUILD_MAX_FILES = int(os.environ.get("FIB_BUILD_MAX_FILES", "100000"))
+
+
+def _over_budget(tmp: Path) -> Optional[str]:
+    """Why the build's directory may not be kept (None when it may): its disk use (allocated
+    blocks; a sparse file counts what it holds) or its number of files over the budget."""
+    used, files = 0, 0
+    for dirpath, dirnames, filenames in os.walk(tmp):
+        for name in filenames + dirnames:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            used += st.st_blocks * 512
+            files += 1
+        if files > BUILD_MAX_FILES or used > BUILD_MAX_MB << 20:
+            return (f"the build left more than {BUILD_MAX_MB} MiB or {BUILD_MAX_FILES} files in its directory "
+                    f"(FIB_BUILD_MAX_MB, FIB_BUILD_MAX_FILES): not kept")
+    return None
+
+
+def _read_bounded(path: Path, limit: int) -> Optional[bytes]:
+    """The head and tail of a regular file the build wrote, `limit` bytes at most (never through a
+    link it planted, never blocking on a FIFO); None when it is not there or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size <= limit:
+            return f.read(limit)
+        head = f.read(limit // 2)
+        f.seek(st.st_size - limit // 2)
+        return head + f"\n[... {st.st_size - limit} bytes cut ...]\n".encode() + f.read(limit // 2)
+
+
 def _child_result(control: Path, rc: int, log_path: Path, src: Path) -> Tuple[str, str, str, Dict[str, Any]]:
+    """What the build child reported: its status, message, log and `info`. All of it is the
+    solution's to forge (its code ran there): whatever is not a report of the expected shape is a
+    COMPILE_ERROR of this solution (a list, a number for the message, JSON nested 100,000 deep
+    raised in the trusted parent and stopped its whole definition's aggregation and report:
+    `build_result_type`)."""
     # the child is gone: remove the links and special files it may have planted for us to follow
     planted = sanitize_build_dir(control.parent)
     log = _read_log(log_path, src)
     if planted:
         log += f"\n(removed {len(planted)} symlink(s) or special file(s) the build left: {planted[:5]})"
+    raw = _read_bounded(control / RESULT, RESULT_BYTES + 1)
     try:
-        res = json.loads((control / RESULT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        res = json.loads(raw.decode("utf-8")) if raw is not None and len(raw) <= RESULT_BYTES else None
+    except (ValueError, RecursionError):
+        res = None
+    if raw is None or (res is None and rc != 0):
         how = f"signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
         return COMPILE_ERROR, f"the build process died ({how}) before reporting a result", log, {}
-    details = relativise(res.get("details") or "", src)
+    status, message, details, info = (res.get(k) for k in ("status", "message", "details", "info")) \
+        if isinstance(res, dict) else (None, None, None, None)
+    if status not in (OK, COMPILE_ERROR, SKIPPED) or not isinstance(message or "", str) \
+            or not isinstance(details or "", str) or not isinstance(info or {}, dict):
+        return COMPILE_ERROR, "the build left a result the builder cannot read (not a build report)", log, {}
+    details = relativise(details or "", src)
     if details:
         log = (log + "\n" + details).strip()
-    return res["status"], relativise(res.get("message", ""), src), log, res.get("info", {})
+    return status, relativise(message or "", src), log, info or {}
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:
@@ -267,15 +329,8 @@ def _kill_tree(proc: subprocess.Popen) -> None:
 
 
 def _read_log(path: Path, src: Path) -> str:
-    try:  # never through a link the build planted
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return ""
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-    return relativise(text, src).strip()
+    raw = _read_bounded(path, MAX_LOG_CHARS)
+    return relativise(raw.decode("utf-8", errors="replace"), src).strip() if raw else ""
 
 
 def _relocate_triton_cache(cache: Path, old_root: Path, new_root: Path) -> None:
@@ -284,11 +339,12 @@ def _relocate_triton_cache(cache: Path, old_root: Path, new_root: Path) -> None:
         return
     old, new = str(old_root), str(new_root)
     for grp in cache.rglob("__grp__*"):
-        try:
-            data = json.loads(grp.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        raw = _read_bounded(grp, RESULT_BYTES)
+        try:  # the build's code wrote these too (`triton_grp_type`: a list here raised in the parent)
+            data = json.loads(raw.decode("utf-8")) if raw else None
+        except (ValueError, RecursionError):
             continue
-        paths = data.get("child_paths")
-        if isinstance(paths, dict):
+        paths = data.get("child_paths") if isinstance(data, dict) else None
+        if isinstance(paths, dict) and all(isinstance(v, str) for v in paths.values()):
             data["child_paths"] = {k: v.replace(old, new, 1) for k, v in paths.items()}
             grp.write_text(json.dumps(data), encoding="utf-8")

@@ -55,6 +55,11 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     n = settings.nofile if hard == resource.RLIM_INFINITY else min(settings.nofile, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    # one file's size (a sparse 1 TiB file was published with the artifact: `build_disk_fill`);
+    # the whole build directory's is the parent's check before publishing (build.BUILD_MAX_MB)
+    fsize = int(os.environ.get("FIB_BUILD_FSIZE_MB", "2048")) << 20
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize) if hard == resource.RLIM_INFINITY else (min(fsize, hard), hard))
     try:
         ns.set_subreaper()
         layers.append("subreaper")

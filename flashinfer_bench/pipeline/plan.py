@@ -198,10 +198,17 @@ def build_plan(
             probs.append(Problem("--definitions", f"no definition named {unknown} in {root}"))
         plan.definitions = {k: v for k, v in plan.definitions.items() if k in definitions}
 
+    # a name two files claim is neither's: the first in path order used to win, so a file sorted
+    # first (`solutions/0_attacker/x.json`) took another's name, its traces and apply()'s dispatch
+    claimed: Dict[str, Path] = {}
+    squatted: set = set()
     for f, s in _load_models(root, "solutions", Solution, probs):
-        if s.name in plan.solutions:
-            probs.append(Problem(str(f), f"duplicate solution {s.name!r} (first in {plan.solution_files[s.name]})", field="name"))
+        if s.name in claimed:
+            probs.append(Problem(str(f), f"duplicate solution {s.name!r} (also in {claimed[s.name]}): neither is "
+                                 f"benchmarked", field="name"))
+            squatted.add(s.name)
             continue
+        claimed[s.name] = f
         if s.definition in valid_definitions and s.definition not in plan.definitions:
             continue  # its definition is not selected
         if s.definition in broken and s.definition not in valid_definitions:
@@ -212,6 +219,9 @@ def build_plan(
             continue
         plan.solutions[s.name] = s
         plan.solution_files[s.name] = f
+    for name in squatted:
+        plan.solutions.pop(name, None)
+        plan.solution_files.pop(name, None)
     if solutions:
         unknown = sorted(set(solutions) - set(plan.solutions))
         if unknown:

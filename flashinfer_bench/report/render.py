@@ -9,6 +9,8 @@ every row and every character.
 """
 from __future__ import annotations
 
+import html
+
 import json
 import math
 import re
@@ -89,8 +91,8 @@ def markdown_table(df: pd.DataFrame) -> str:
     if df.empty:
         return "_(none)_\n"
 
-    def cell(v: Any) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
+    def cell(v: Any) -> str:  # names and authors are the solutions': no live HTML in a rendered table
+        return html.escape(str(v), quote=False).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(cell(c) for c in df.columns) + " |",
              "| " + " | ".join("---" for _ in df.columns) + " |"]
@@ -228,7 +230,23 @@ def to_records(df: pd.DataFrame) -> List[Dict[str, Any]]:
     return json.loads(df.to_json(orient="records", double_precision=15)) if not df.empty else []
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _inert(v: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula (a solution named `=HYPERLINK(...)`),
+    quoted with a leading apostrophe; numbers are left as they are."""
+    if isinstance(v, str) and v.startswith(_FORMULA_START) and not _NUMBER.match(v):
+        return "'" + v
+    return v
+
+
 def to_csv(df: pd.DataFrame) -> str:
+    df = df.copy()
+    for c in df.select_dtypes(include=["object", "string"]).columns:
+        df[c] = df[c].map(_inert)
+    df.columns = [_inert(c) for c in df.columns]  # a pivot's columns may be solutions' names
     return df.to_csv(index=False)
 
 

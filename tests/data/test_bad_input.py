@@ -225,3 +225,20 @@ def test_validation_problems_without_the_input_still_name_fields() -> None:
         ("workload.axes.b", "Input should be greater than or equal to 0 (got -1)"),
         ("workload.inputs.e.value", "expected one of bool, int, float"),
     ]
+
+
+def test_a_solution_name_two_files_claim_is_neither_s(ds: Path) -> None:
+    """A file sorted first (`0_attacker/x.json`) that claims another solution's name used to take
+    it (its traces, apply()'s dispatch): now neither file is used, by the plan or the API."""
+    import json as _json
+
+    from flashinfer_bench.data import TraceSet
+
+    victim = next((ds / "solutions").rglob("*.json"))
+    body = _json.loads(victim.read_text())
+    squat = ds / "solutions" / "0_attacker" / "x.json"
+    squat.parent.mkdir(parents=True)
+    squat.write_text(_json.dumps({**body, "author": "attacker"}))
+    ts = TraceSet.from_path(str(ds))
+    assert body["name"] not in {s.name for sols in ts.solutions.values() for s in sols}
+    assert any("duplicate solution name" in p.message and "neither is used" in p.message for p in ts.problems)

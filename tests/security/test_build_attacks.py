@@ -202,3 +202,58 @@ def test_a_build_whose_parent_is_killed_leaves_nothing_running(tmp_path: Path) -
             os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.parametrize("payload", ['"[]"', '"{\\"status\\": \\"OK\\", \\"message\\": 7}"', '"[" * 100000',
+                                     '"{\\"status\\": \\"PASSED\\"}"'])
+def test_a_forged_build_report_of_any_shape_is_the_solutions_compile_error(lab: Lab, tmp_path: Path, payload: str) -> None:
+    """`build_result_type` writes the child's report itself, valid JSON of the wrong shape: the
+    trusted parent raised (AttributeError, RecursionError) out of `build()`, and the pipeline's
+    compile job died: its whole definition was neither aggregated nor reported. Now it is this
+    solution's COMPILE_ERROR."""
+    sol = lab.solution("build_result_type", PAYLOAD=payload)
+    r = build(sol, lab.definition, tmp_path / "cache")
+    assert r.status == "COMPILE_ERROR", (r.status, r.message)
+
+
+@pytest.mark.parametrize("payload", ['"[]"', '"{\\"child_paths\\": {\\"a\\": 1}}"', '"[" * 100000'])
+def test_a_malformed_triton_group_file_does_not_break_the_build(lab: Lab, tmp_path: Path, payload: str) -> None:
+    """`build_triton_grp_type` leaves a Triton group file of the wrong shape in its cache (every
+    build has one): the parent's path rewriting raised out of `build()`. Now it is left as it is."""
+    sol = lab.solution("build_triton_grp_type", PAYLOAD=payload)
+    r = build(sol, lab.definition, tmp_path / "cache")
+    assert r.status == "OK", (r.status, r.message)
+
+
+def test_a_sparse_build_log_is_read_within_its_cap(lab: Lab, tmp_path: Path) -> None:
+    """`build_sparse_log` truncates its build log to 1 GiB (sparse: no disk used) and fails: the
+    parent read it whole (~3 GiB of its memory). Now the file-size limit refuses the truncate or
+    the parent reads the log's head and tail only."""
+    import resource
+
+    script = (
+        "import resource, sys\nfrom pathlib import Path\nsys.path.insert(0, sys.argv[1])\n"
+        "from tests.bench.conftest import make_solution, rms_definition\nfrom flashinfer_bench.compile import build\n"
+        "src = Path(sys.argv[1], 'tests/security/attacks/build_sparse_log.py').read_text().replace('__BYTES__', str(1 << 30))\n"
+        "d = rms_definition()\n"
+        "r = build(make_solution('sparse_log', src, d), d, Path(sys.argv[2]) / 'cache')\n"
+        "print(r.status, len(r.log), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    repo = str(Path(__file__).resolve().parents[2])
+    p = subprocess.run([sys.executable, "-c", script, repo, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    status, log_chars, maxrss_mib = p.stdout.split()[-3:]
+    assert status == "COMPILE_ERROR" and int(log_chars) <= 300_000, p.stdout
+    assert int(maxrss_mib) < 700, f"the building process peaked at {maxrss_mib} MiB"
+    del resource
+
+
+def test_a_build_cannot_leave_more_than_its_budget(lab: Lab, tmp_path: Path) -> None:
+    """`build_disk_fill` writes real data and a sparse 1 TiB file into its build directory: it
+    was published with the artifact and kept. Now one file is held to FIB_BUILD_FSIZE_MB and the
+    directory to FIB_BUILD_MAX_MB before publishing."""
+    with env_vars({"FIB_BUILD_FSIZE_MB": "64"}):
+        sol = lab.solution("build_disk_fill", MB=8)
+        r = build(sol, lab.definition, tmp_path / "cache")
+    assert r.status == "COMPILE_ERROR", (r.status, r.message)
+    assert not list((tmp_path / "cache").rglob("sparse.bin")), "the sparse file was kept"

@@ -1447,10 +1447,13 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     if w.errors:
         _own_errors(result, w.errors)
     if w.bad:
+        what = (f"{len(w.bad)} of {w.checked} calls the supervisor made on inputs drawn after the evaluation (of "
+                f"{len(w.costs) * k}), checked in the reference runner, were wrong" if w.checked else
+                f"the outputs of the {len(w.costs) * k} calls the supervisor made on inputs drawn after the evaluation "
+                f"could not be read")
         _set_status(result, "INCORRECT_NUMERICAL", (
-            f"witness_wrong: {len(w.bad)} of {w.checked} calls the supervisor made on inputs drawn after the "
-            f"evaluation (of {len(w.costs) * k}), checked in the reference runner, were wrong (the runner's own checks had passed: they are not "
-            f"trusted): " + "; ".join(str(b) for b in w.bad[:3])), "witness_wrong")
+            f"witness_wrong: {what} (the runner's own checks had passed: they are not trusted): "
+            + "; ".join(str(b) for b in w.bad[:3])), "witness_wrong")
         result["correctness"] = result.get("correctness") or {"max_abs": math.inf, "max_rel": math.inf}
         return
     if est is None or claim is None:
