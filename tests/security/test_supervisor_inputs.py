@@ -29,10 +29,16 @@ def _peak_kib(pid: int) -> int:
     return 0
 
 
+def _cmdline(d: Path) -> bytes:
+    try:
+        return (d / "cmdline").read_bytes()
+    except OSError:  # gone meanwhile
+        return b""
+
+
 def _worker_pid(lab: Lab) -> int:
     pids = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and
-            b"flashinfer_bench.bench.worker" in (d / "cmdline").read_bytes() and
-            str(lab.worker_dir).encode() in (d / "cmdline").read_bytes()]
+            b"flashinfer_bench.bench.worker" in _cmdline(d) and str(lab.worker_dir).encode() in _cmdline(d)]
     assert len(pids) == 1, pids
     return pids[0]
 
