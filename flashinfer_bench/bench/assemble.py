@@ -39,6 +39,8 @@ def _finite_or_none(v: Any, depth: int = 0) -> Any:
         return {safe_text(k[:MAX_TEXT]) if isinstance(k, str) else k: _finite_or_none(x, depth + 1) for k, x in items}
     if isinstance(v, (list, tuple)):
         return [_finite_or_none(x, depth + 1) for x in list(v)[:MAX_ITEMS]]
+    if isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < 1 << 63:
+        return None  # no counter is that large; its text could pass the 4300 digits Python converts
     if v is None or isinstance(v, (bool, int, float)):
         return v
     return safe_text(repr(v)[:MAX_TEXT])

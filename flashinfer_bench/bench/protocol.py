@@ -42,6 +42,11 @@ class MessageTooLarge(ConnectionClosed):
     """A message announced over the reader's limit: not read (the channel is then unusable)."""
 
 
+class MessageUnreadable(ConnectionClosed):
+    """A message that is not JSON (a runner's process wrote its own bytes to the channel): the
+    channel is then unusable, as if closed."""
+
+
 def send_msg(sock: socket.socket, obj: Any) -> None:
     data = json.dumps(obj).encode("utf-8")
     if len(data) > MAX_MESSAGE:
@@ -80,4 +85,8 @@ def recv_msg(sock: socket.socket, timeout: Optional[float] = None, limit: int = 
     (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
     if n > limit:
         raise MessageTooLarge(f"peer announced a {n}-byte message, over the {limit >> 20} MiB it may send")
-    return json.loads(_recv_exact(sock, n, deadline).decode("utf-8"))
+    data = _recv_exact(sock, n, deadline)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested past the parser, an int past 4300 digits
+        raise MessageUnreadable(f"peer sent a {n}-byte message that is not JSON ({type(e).__name__}: {str(e)[:200]})") from e

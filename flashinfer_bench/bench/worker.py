@@ -39,7 +39,7 @@ from ..data import Definition, Workload
 from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from .assemble import assemble_trace, environment, read_capped
 from .config import EvalConfig
-from .protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, MessageTooLarge, recv_msg, send_msg
+from .protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, MessageTooLarge, MessageUnreadable, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
 from .sandbox import quiet, supervise, witness, witness_graph
 from ..sandbox.keeper import Keeper
@@ -102,7 +102,6 @@ def _shm_entries() -> set:
         return set()
 
 
-
 def _recharge(result: Dict[str, Any], ref_stats: Optional[Dict[str, Any]]) -> None:
     """A failure the solution's runner charges to the dataset or the machine (its message's
     prefix, `data/charge.py`) stands only where the supervisor cannot tell otherwise: that runner
@@ -136,6 +135,7 @@ def _hand_log(sock: socket.socket, log_path: Path) -> None:
         socket.send_fds(sock, [b"L"], [fd])
     finally:
         os.close(fd)
+
 
 class RunnerStartError(RuntimeError):
     pass
@@ -527,8 +527,8 @@ class Supervisor:
             self.replace_runner(r, "timeout")
             out = read_capped(log_path, cfg.log_limit_bytes)
             return trace("TIMEOUT", f"no result within the {cfg.timeout_s:g} s timeout; the runner was killed", out)
-        except MessageTooLarge as e:
-            self.replace_runner(r, "a reply over the limit")
+        except (MessageTooLarge, MessageUnreadable) as e:
+            self.replace_runner(r, "a reply that could not be read")
             out = read_capped(log_path, cfg.log_limit_bytes)
             return trace("RUNTIME_ERROR", f"forged_result: the runner's reply was not read ({e}); something in "
                          f"the solution's process wrote to the result channel; the runner was replaced", out)

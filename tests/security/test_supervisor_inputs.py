@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from flashinfer_bench.data import Trace
 from flashinfer_bench.data.charge import charged_party
 
@@ -116,3 +118,16 @@ def test_a_dtype_name_in_the_witness_description_imports_nothing(lab: Lab) -> No
     ev = t.evaluation
     assert ev.status.value == "INCORRECT_NUMERICAL" and "witness_wrong" in flags(t), ev.log[-1500:]
     assert "unknown dtype" in ev.log, ev.log[-1500:]
+
+
+@pytest.mark.parametrize("kind", ["bytes", "deep", "digits"])
+def test_a_reply_that_is_not_json_fails_only_the_solution(lab: Lab, kind: str) -> None:
+    """`reply_garbage` writes a frame of non-UTF-8 bytes, JSON nested 100,000 deep (the parser's
+    RecursionError) or a 5,000-digit number to its channel before its reply: the solution's own
+    trace fails, filed under the real hardware, and the next evaluation runs."""
+    real = _real(lab).evaluation.environment.hardware
+    t = lab.run("reply_garbage", workload=WL, KIND=kind)
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR" and "forged_result" in ev.log, ev.log[:600]
+    assert ev.environment.hardware == real
+    assert _real(lab)
