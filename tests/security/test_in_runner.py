@@ -109,14 +109,42 @@ def _assert_honest_unaffected(lab: Lab, base: Trace) -> None:
     assert a < 3 * b + 0.3, (b, a)
 
 
-@pytest.mark.parametrize("name", sorted(STOPPED_BY))
+# attacks that replace a function of the witness's runner side or a function's code object: the
+# guard stops them first (`timer_patched`); `test_the_witness_beneath_the_guard_stops_them_too`
+# runs them without that layer (FIB_SANDBOX_GUARD_WITNESS=off) to show the witness's own verdict
+BENEATH_THE_GUARD = {"late_outputs", "spin_after_reply", "witness_bad_outputs", "witness_check_overflow"}
+# session 19 (a helper): a leaner handler of the witness's calls in place of the harness's collects
+# the harness's share of a round (the null, subtracted) as credit: PASSED at 23-25x beneath the
+# guard; only the guard stops these (docs/security.md, what does not hold)
+GUARD_ONLY = {"lean_share_witness": "timer_patched", "batched_witness_handler": "timer_patched"}
+
+
+@pytest.mark.parametrize("name", sorted(STOPPED_BY) + sorted(GUARD_ONLY))
 def test_rewriting_the_harness_from_inside_gains_nothing(
     name: str, lab: Lab, baseline: Trace, small_baseline: Trace, unchanged,
 ) -> None:
+    why = "timer_patched" if name in BENEATH_THE_GUARD else GUARD_ONLY.get(name) or STOPPED_BY[name]
+    _assert_stopped(lab, name, why, baseline, small_baseline)
+    unchanged()
+
+
+@pytest.fixture(scope="module")
+def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """A lab whose runners' guard leaves the witness's runner side and code objects unwatched."""
+    with running_lab(tmp_path_factory.mktemp("bare"), env={"FIB_SANDBOX_GUARD_WITNESS": "off"}) as bare:
+        yield bare
+
+
+@pytest.mark.parametrize("name", sorted(BENEATH_THE_GUARD))
+def test_the_witness_beneath_the_guard_stops_them_too(name: str, bare_lab: Lab) -> None:
+    baseline, small = _good(bare_lab), _good(bare_lab, SMALL)
+    _assert_stopped(bare_lab, name, STOPPED_BY[name], baseline, small)
+
+
+def _assert_stopped(lab: Lab, name: str, why: str, baseline: Trace, small_baseline: Trace) -> None:
     t = lab.run(name, workload=WL, COST=COST)
     ev = t.evaluation
     assert not passed_with_gain(t, baseline), (name, ev.status, _speedup(t), _speedup(baseline), ev.log[-1500:])
-    why = STOPPED_BY[name]
     if name in AT_CPU_RESOLUTION and ev.status.value == "PASSED" and why not in flags(t):
         _assert_honest_unaffected(lab, small_baseline)  # within the resolution, without a gain (above)
         return
@@ -127,7 +155,6 @@ def test_rewriting_the_harness_from_inside_gains_nothing(
         assert ev.status.value == "PASSED"
         assert ev.performance.reference_latency_ms < 10 * baseline.evaluation.performance.reference_latency_ms
     _assert_honest_unaffected(lab, small_baseline)
-    unchanged()
 
 
 def test_a_content_cache_across_evaluations_gains_nothing(lab: Lab) -> None:

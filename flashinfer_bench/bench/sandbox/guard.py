@@ -37,7 +37,17 @@ from ...sandbox.proctree import children
 _OUR_MODULES = (
     "timing", "evaluate", "checks", "correctness", "inputs", "roofline", "environment", "loader", "protocol",
     "runner", "confine", "sandbox.guard", "sandbox.channel",
-)  # not the witness's runner side: it is hostile by design (every answer of it is verified outside)
+)
+# the witness's runner side too, and every watched function's code object: the witness verifies
+# that side's answers from outside, but a solution that replaced it with a leaner handler collected
+# the harness's share of a round as credit (`lean_share_witness`, session 19), and replacing a
+# function's `__code__` keeps its identity (`spin_after_reply`). FIB_SANDBOX_GUARD_WITNESS=off
+# leaves both out: the tests do, to show the witness beneath this layer catching those attacks
+_WITNESS_MODULES = ("sandbox.witness", "sandbox.witness_graph", "sandbox.quiet")
+
+
+def guards_the_witness() -> bool:
+    return os.environ.get("FIB_SANDBOX_GUARD_WITNESS", "on") != "off"
 _FLAG_PATCHED = "timer_patched"
 _FLAG_BACKGROUND = "background_work"
 _FLAG_TORCH = "torch_patched"
@@ -96,7 +106,7 @@ def watched_objects() -> Dict[str, Tuple[Any, str, Any]]:
         _public_callables(torch, "torch", out)
         _public_callables(torch.nn.functional, "torch.nn.functional", out)
     pkg = __name__.rsplit(".", 2)[0]  # flashinfer_bench.bench
-    for short in _OUR_MODULES:
+    for short in _OUR_MODULES + (_WITNESS_MODULES if guards_the_witness() else ()):
         mod = sys.modules.get(f"{pkg}.{short}")
         if mod is None:
             continue
@@ -122,6 +132,13 @@ def _namespaces() -> Dict[str, Any]:
         out["torch"] = torch
         out["torch.nn.functional"] = torch.nn.functional
     return out
+
+
+def _code(obj: Any) -> Any:
+    """The code object behind a Python function (or a static or class method of one): replacing
+    it (`f.__code__ = g.__code__`) keeps the function's identity, so it is compared on its own."""
+    fn = getattr(obj, "__func__", obj)
+    return fn.__code__ if isinstance(fn, types.FunctionType) else None
 
 
 def _static(owner: Any, attr: str) -> Any:
@@ -162,6 +179,8 @@ class Guard:
         self._names = {label: (owner, set(vars(owner))) for label, owner in _namespaces().items()}
         self._threads = {t.ident for t in threading.enumerate()}
         self._hooks = trace_hooks()
+        self._codes = {n: _code(obj) for n, (_, _, obj) in self._watched.items()
+                       if _code(obj) is not None} if guards_the_witness() else {}
 
     def _added(self) -> List[Tuple[str, Any, str]]:
         """(label, owner, name) of attributes that appeared since the snapshot (submodules that an
@@ -177,6 +196,7 @@ class Guard:
     def replaced(self) -> List[str]:
         hooks = trace_hooks()
         return [n for n, (owner, attr, obj) in self._watched.items() if _static(owner, attr) is not obj] + [
+            f"{n} (code)" for n, c in self._codes.items() if _code(self._watched[n][2]) is not c] + [
             f"{label}.{name} (new)" for label, _, name in self._added()
         ] + [f"{n} (hook)" for n, h in hooks.items() if h != self._hooks.get(n)]
 
@@ -192,6 +212,10 @@ class Guard:
                 if monitoring.get_tool(tool) != self._hooks.get(f"sys.monitoring tool {tool}"):
                     monitoring.set_events(tool, 0)
                     monitoring.free_tool_id(tool)
+        for n, c in self._codes.items():
+            fn = getattr(self._watched[n][2], "__func__", self._watched[n][2])
+            if fn.__code__ is not c:
+                fn.__code__ = c
         for owner, attr, obj in self._watched.values():
             if _static(owner, attr) is not obj:
                 try:
