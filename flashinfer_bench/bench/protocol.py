@@ -78,6 +78,11 @@ def _recv_exact(sock: socket.socket, n: int, deadline: Optional[float]) -> bytes
     return b"".join(chunks)
 
 
+def recv_exact(sock: socket.socket, n: int, timeout: Optional[float] = None) -> bytes:
+    """Exactly `n` raw bytes (a stepped witness round's steps, `sandbox/witness._Steps`)."""
+    return _recv_exact(sock, n, None if timeout is None else time.monotonic() + timeout)
+
+
 def recv_msg(sock: socket.socket, timeout: Optional[float] = None, limit: int = MAX_MESSAGE) -> Any:
     """One message; TimeoutError when `timeout` seconds pass, ConnectionClosed on EOF or on a
     message announced over `limit` bytes (RUNNER_MAX_MESSAGE from a runner)."""

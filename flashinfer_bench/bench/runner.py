@@ -149,11 +149,11 @@ def main(argv: Optional[list] = None) -> int:
                 elif kind == "witness_prepare":
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":
-                    result = witness.run(state, msg["inputs"], str(msg["folder"]))
+                    result = witness.run(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None)
                 elif kind == "witness_check":
                     t_check = time.perf_counter()
                     result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
-                                           places=msg.get("places"))
+                                           places=msg.get("places"), digests=msg.get("digests"))
                     result["ms"] = round((time.perf_counter() - t_check) * 1e3, 3)  # its own time (the table's)
                 elif kind == "witness_graph_stage":
                     result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))

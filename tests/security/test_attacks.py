@@ -406,6 +406,9 @@ def test_threads_hidden_from_the_runner_run_nothing_while_others_are_measured(tm
     CPU time and hardly move anyway; on a GPU the same threads' kernels would share the device
     with the measured ones.) Its own measurement lock, shared by the two workers here only."""
     monkeypatch.setenv("FIB_MEASURE_LOCK_DIR", str(tmp_path / "locks"))
+    # this test is about the stops between jobs: the burner's own witness is not its subject (in a
+    # stepped CPU round its threads burn between the steps, and its own claim may then be disputed)
+    monkeypatch.setenv("FIB_WITNESS_STEPPED", "off")
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     lab, other = Lab(tmp_path / "a"), Lab(tmp_path / "b")
@@ -486,10 +489,15 @@ def test_processes_left_running_are_seen_from_outside_the_runner(tmp_path: Path,
     lab.start()
     t = lab.run("hopping_burner", workload=rms_workload(64, uuid="hopper"))
     ev = t.evaluation
-    assert ev.status.value == "PASSED", ev.log[-2000:]
-    assert "background_work" in flags(t) and ev.correctness.extra.get("suspect"), ev.correctness.extra
-    assert any("supervisor:" in n and "process(es)" in n for n in ev.correctness.extra.get("notes") or []), \
-        ev.correctness.extra.get("notes")
+    if ev.status.value == "RUNTIME_ERROR":
+        # the chains burn in the runner's cgroup while its witness round runs (a stepped CPU round
+        # lasts longer): their CPU counts against its claim
+        assert "timing_disputed" in ev.log, ev.log[-2000:]
+    else:
+        assert ev.status.value == "PASSED", ev.log[-2000:]
+        assert "background_work" in flags(t) and ev.correctness.extra.get("suspect"), ev.correctness.extra
+        assert any("supervisor:" in n and "process(es)" in n for n in ev.correctness.extra.get("notes") or []), \
+            ev.correctness.extra.get("notes")
     time.sleep(0.5)
     hoppers = [p for p in _runners_of(lab.worker_dir) if b"-S\x00-c\x00" in _cmdline(Path(f"/proc/{p}"))
                and _state(p) not in ("gone", "Z")]

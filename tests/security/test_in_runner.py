@@ -52,7 +52,7 @@ STOPPED_BY: Dict[str, str] = {
     "shadow_tensor_method": "timer_patched",
     "inflate_reference": "reference_tampered",
     "scratch_fill_rewrite_stats": "witness_failed",
-    "witness_bad_outputs": "witness_wrong",
+    "witness_bad_outputs": "witness_",  # wrong outputs (witness_wrong), or its own run() cannot follow a stepped CPU round (witness_failed)
     "wrong_when_witnessed": "witness_wrong",
     "skip_witnessed_calls": "witness_wrong",  # zeros in 2 of 3 witness calls: 8 of a cheap round's 64 checked
     "tamper_witness_inputs": "witness_failed",  # on a CPU the file is its own copy: truncated under its mapping, its calls die
@@ -211,3 +211,19 @@ def test_understated_error_figures_without_the_witness(lab_without_witness: Lab)
     ev = t.evaluation
     print(f"WITHOUT WITNESS forge_error_numbers: {ev.status.value} max_abs {ev.correctness.max_absolute_error}")
     assert ev.status.value == "PASSED" and ev.correctness.max_absolute_error == 0.0
+
+
+@pytest.fixture(scope="module")
+def stepped_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """A lab whose CPU witness hands a round's inputs over call by call (FIB_WITNESS_STEPPED=on)."""
+    with running_lab(tmp_path_factory.mktemp("stepped"), env={"FIB_WITNESS_STEPPED": "on"}) as stepped:
+        yield stepped
+
+
+def test_a_stepped_round_defeats_batching_the_witnessed_calls(stepped_lab: Lab) -> None:
+    """`batch_in_call` reads a round's inputs from the harness's frame in its first witnessed call
+    and computes the round in one batch: witnessed at its batch throughput, PASSED at 22x with one
+    hand-over (open at the defaults: docs/security.md). Handed over call by call, the later
+    calls' inputs are still zeros when it batches them: witness_wrong; the honest solution passes."""
+    baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
+    _assert_stopped(stepped_lab, "batch_in_call", "witness_wrong", baseline, small)
