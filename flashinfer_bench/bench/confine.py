@@ -51,13 +51,11 @@ def _task_count() -> int:
         return 64
 
 
-def prepare(
-    scratch_dir: Path, cache_dir: Path, readable: List[Path], log_dir: Optional[Path] = None,
-) -> Dict[str, Any]:
+def prepare(scratch_dir: Path, cache_dir: Path, readable: List[Path]) -> Dict[str, Any]:
     """Early, single-threaded part (see the module docstring). Returns in the confined runner."""
     settings = Settings.from_env()
     _STATE.update(settings=settings, scratch=Path(scratch_dir), cache_dir=Path(cache_dir),
-                  readable=[Path(p) for p in readable], log_dir=Path(log_dir) if log_dir else None)
+                  readable=[Path(p) for p in readable])
     if not settings.enabled:
         _STATE["notes"]["disabled"] = "FIB_SANDBOX=off"
         return _STATE

@@ -48,13 +48,12 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--scratch", required=True)
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--readable", action="append", default=[])
-    ap.add_argument("--log-dir", default=None, help="where the per-evaluation logs go (each comes as a descriptor; not writable when confined)")
     args = ap.parse_args(argv)
 
     # while single-threaded, before torch: namespaces, the first Landlock layer, no capabilities
     from .confine import prepare
 
-    prepare(Path(args.scratch), Path(args.cache_dir), [Path(p) for p in args.readable], Path(args.log_dir) if args.log_dir else None)
+    prepare(Path(args.scratch), Path(args.cache_dir), [Path(p) for p in args.readable])
 
     sock = socket.socket(fileno=args.fd)
     os.set_inheritable(args.fd, False)

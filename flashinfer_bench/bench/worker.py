@@ -282,7 +282,7 @@ class Supervisor:
                 args += ["--physical-index", str(self.physical_index)]
         parent, child = socket.socketpair()
         args += ["--fd", str(child.fileno()), "--scratch", str(scratch), "--cache-dir", str(self.cache_dir)]
-        args += supervise.runner_args(self.readable, self.logs_dir)
+        args += supervise.runner_args(self.readable)
         zygote = self._runner_zygote(env)
         proc: Any = None
         if zygote is not None:

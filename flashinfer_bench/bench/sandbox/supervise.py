@@ -36,8 +36,8 @@ FLOOR_FACTOR = 0.25
 LAUNCH_FLOOR_FACTOR = 0.8
 
 
-def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
-    """Runner arguments: where it logs, what it may read (plus the dataset named by
+def runner_args(readable: Iterable[Path]) -> List[str]:
+    """Runner arguments: what it may read (plus the dataset named by
     FIB_DATASET_PATH / FLASHINFER_BENCH_DATASET_PATH, so that its first request needs no restart)."""
     from ...env import dataset_path
 
@@ -45,7 +45,7 @@ def runner_args(readable: Iterable[Path], log_dir: Path) -> List[str]:
     ds = dataset_path(default="")
     if str(ds) not in ("", ".") and ds.is_dir():
         roots.add(str(ds.resolve()))
-    args = ["--log-dir", str(log_dir)]
+    args: List[str] = []
     for p in sorted(roots):
         args += ["--readable", p]
     return args

@@ -330,7 +330,7 @@ def _torch_dtypes() -> Dict[str, Any]:
 
 def unreadable(e: BaseException) -> str:
     """What a check says of outputs it could not read (their description is the solution's:
-    `h19_witness_check_overflow` described a size as Infinity, and the OverflowError that
+    `witness_check_overflow` described a size as Infinity, and the OverflowError that
     escaped the check made the round `unwitnessed`, its forged claim PASSED at 125x)."""
     return f"unreadable outputs ({type(e).__name__}: {e})"[:500]
 
@@ -868,12 +868,9 @@ class _Folder:
     def stepped_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]], limit: int) -> "_Steps":
         """The data file of `entries` into `other` call by call: made there at its full size, all
         zeros, and each call's bytes copied in by `_Steps.hand(i)` right before that call."""
-        names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
-        if len(names) > 1:
-            raise OSError("more than one data file")
-        if not names:
+        name = _data_file(entries)
+        if name is None:
             return _Steps(-1, -1, entries)
-        name = names.pop()
         src, _ = self._open_data(name, limit)
         try:
             dst = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=other.fd)
@@ -891,13 +888,10 @@ class _Folder:
         copy at all. The file is made read-only first; the runner can change neither its mode
         (seccomp) nor its contents then (no capabilities), so the name the reference runner
         keeps for the null call still holds what it wrote."""
-        names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
-        if len(names) > 1:
-            raise OSError("more than one data file")
+        name = _data_file(entries)
         extent = _extent(entries)
-        for name in names:
-            if not (share and self.link_file(name, other, limit, extent)):
-                self.copy_file(name, other, limit, extent)
+        if name is not None and not (share and self.link_file(name, other, limit, extent)):
+            self.copy_file(name, other, limit, extent)
 
     def link_file(self, name: str, other: "_Folder", limit: int, nbytes: int) -> bool:
         """`name` of this folder into `other` as a read-only hard link; False where it cannot be
@@ -996,6 +990,14 @@ class _Steps:
             if fd >= 0:
                 os.close(fd)
         self.src = self.dst = -1
+
+
+def _data_file(entries: List[List[Dict[str, Any]]]) -> Optional[str]:
+    """The one data file the tensors of `entries` are in (None: only scalars); OSError for more."""
+    names = {str(e["file"]) for row in entries for e in row if isinstance(e, dict) and "file" in e}
+    if len(names) > 1:
+        raise OSError("more than one data file")
+    return names.pop() if names else None
 
 
 def _extent(entries: List[List[Dict[str, Any]]]) -> int:
@@ -1385,22 +1387,18 @@ class _Witness:
                 if made is None or made.get("status") != "OK":
                     raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
-            steps: List[_Steps] = []
-            if self.stepped:  # CPU: call by call (`_Steps`)
+            steps: List[_Steps] = []  # a stepped round's hand-over (CPU, FIB_WITNESS_STEPPED=on), once made
+            hand_in = (lambda: steps.append(fr.stepped_to(fs, made["inputs"], self.max_bytes))) if self.stepped else \
+                (lambda: self._part("hand_in", fr.copy_to, fs, made["inputs"], self.max_bytes, share=self.device != "cpu"))
+            try:
                 res, ms, why = self._timed(
-                    "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name, "stepped": True},
-                    cpu=self.cpu,
-                    before_send=lambda: steps.append(fr.stepped_to(fs, made["inputs"], self.max_bytes)),
-                    during=lambda: steps[0].run(self.r, self.timeout),
+                    "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name, "stepped": self.stepped},
+                    cpu=self.cpu, before_send=hand_in,
+                    during=(lambda: steps[0].run(self.r, self.timeout)) if self.stepped else None,
                     after_reply=lambda: self._part("hand_out", fs.copy_file, "outputs.bin", fr, self.max_bytes))
+            finally:
                 for st in steps:
                     st.close()
-            else:
-                res, ms, why = self._timed(
-                    "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name}, cpu=self.cpu,
-                    before_send=lambda: self._part("hand_in", fr.copy_to, fs, made["inputs"], self.max_bytes,
-                                                   share=self.device != "cpu"),
-                    after_reply=lambda: self._part("hand_out", fs.copy_file, "outputs.bin", fr, self.max_bytes))
             calls = res.get("calls") if isinstance(res, dict) else None
             if res is None or res.get("status") != "OK" or not isinstance(calls, list) or len(calls) != self.k:
                 raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
@@ -1423,7 +1421,7 @@ class _Witness:
                                                              **({"digests": [digests[i] for i in picked]} if digests else {})})
             if verdict is None or verdict.get("status") != "OK":
                 # what it checks is the solution's (its outputs and their description): a check
-                # that fails leaves the claim unverified, never trusted (`h19_witness_check_overflow`)
+                # that fails leaves the claim unverified, never trusted (`witness_check_overflow`)
                 raise _Abort("failed", f"the reference runner could not check the witness outputs ({why or verdict})")
             self.bad += list(verdict.get("bad") or [])
             self.runner_parts["check"] = verdict.get("ms")
@@ -1449,13 +1447,10 @@ class _Witness:
     def _null_calls(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         for _ in range((NULL_CALLS if self.device == "cpu" else 1) if self._null_ready else 0):
             fr.unlink("outputs.bin")  # the solution's (already checked) or the last null's
-            if self.stepped:  # the same steps, so that their cost is the harness's share too
-                steps = _Steps(-1, -1, inputs)
-                nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name,
-                                                             "stepped": True}, cpu=self.cpu,
-                                           during=lambda: steps.run(self.rr, self.timeout, copy=False))
-            else:
-                nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name}, cpu=self.cpu)
+            steps = _Steps(-1, -1, inputs)  # a stepped round's null takes the same steps: their cost is the harness's share
+            nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name,
+                                                         "stepped": self.stepped}, cpu=self.cpu,
+                                       during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
             if nres is None or nres.get("status") != "OK":
                 break
             self.runner_parts["null"] = nres.get("parts_ms")
