@@ -148,6 +148,16 @@ CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
 # outputs (`reference_outputs`), at most (a sampling check's support is float64, rows x vocab)
 EXPECTED_BYTES = 256 << 20
 PAIRED_PASSES_MIN_CALLS = 32
+# CPU: before a dispute, the definition's reference is run in the reference runner (no solution
+# ever ran there; the solution's runner stopped meanwhile) on a round of the same shape, and its
+# CPU time per call (less the null's share) is compared with the reference's latency the
+# reference runner measured earlier: a machine slower now than when the claims were measured
+# widens the bound by that factor, at most LOAD_MAX. In CI (session 19) an honest 2.26 ms call was
+# witnessed at 7.1 ms a call in every one of 8 rounds (its bound 4.8 ms) while the suite loaded the
+# 2-core VM; a forger cannot make the reference slower (it is stopped), and the bound of a 20x
+# forgery widens to at most LOAD_MAX x the slack (docs/security.md)
+LOAD_MAX = float(os.environ.get("FIB_WITNESS_LOAD_MAX", "3.0"))
+CALIBRATION_TWICE_MS = 250.0  # the calibration round runs twice (its fastest counts) while that cheap
 
 
 def gpu_dispute_flags_only() -> bool:
@@ -233,8 +243,13 @@ def _save_all(rows: List[List[Any]], path: str) -> List[List[Dict[str, Any]]]:
             torch.empty(stage.numel(), dtype=torch.uint8, pin_memory=True)
         pinned.copy_(stage)
         host.append((lo, pinned))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    # on a CPU the supervisor made the file before the round, its pages allocated (`_Folder.make_room`)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
     try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{name}: not a regular file")
         os.ftruncate(fd, off)  # its final size first: the tmpfs gives it huge pages (huge=within_size)
         # the file's bytes in order in runs written with one call each, an alignment gap as zeros; a
         # gap over ALIGN or an overlap (a device group's span) starts a new run
@@ -534,15 +549,33 @@ def _nbytes(x: Any) -> int:
     return 0
 
 
+class _Reference:
+    """The definition's reference called the way `EvalRun._call_solution` calls a solution."""
+
+    dps = False
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
 def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
     """Not timed: load and bind. The solution's runner ("solution") does it after every PASSED
-    evaluation (runner.py), the reference runner ("null") when the supervisor asks."""
+    evaluation (runner.py), the reference runner ("null", or "reference" for a calibration) when
+    the supervisor asks."""
     import torch
 
     from ..inputs import allocate_outputs
 
     ev = _eval_run(state, request)
-    runnable = state.runnable(ev.build, ev.definition) if mode == "solution" else None
+    if mode == "solution":
+        runnable = state.runnable(ev.build, ev.definition)
+    elif mode == "reference":  # the reference runner only (the supervisor's calibration, `_Witness.calibrate`)
+        runnable = _Reference(state.reference(ev.definition))
+    else:
+        runnable = None
     zeros = [torch.zeros_like(o) for o in allocate_outputs(ev.definition, ev.axes, ev.device)]
     state._witness = (ev, runnable, zeros)
     state._witness_error = None
@@ -916,6 +949,20 @@ class _Folder:
             raise
         return True
 
+    def make_room(self, name: str, nbytes: int) -> None:
+        """`name` made in this folder with `nbytes` allocated (zeros), for a runner to write its
+        outputs into. Allocating a round's output pages inside the measured window cost the
+        solution's runner up to 5.6 ms of CPU time more than the null call's (an RMSNorm's 113
+        calls, 3.6 MiB, under load; the null writes its zeros into pages its previous call had just
+        freed) and disputed an honest call in CI (session 20): the supervisor pays it before."""
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=self.fd)
+        try:
+            os.fchmod(fd, 0o666)  # the runner writes it, whatever user it is in its namespace
+            if nbytes > 0:
+                os.posix_fallocate(fd, 0, nbytes)
+        finally:
+            os.close(fd)
+
     def truncate(self, name: str, nbytes: int) -> None:
         fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=self.fd)
         try:
@@ -1045,6 +1092,21 @@ def _call_bytes(request: Dict[str, Any], inputs: bool = True) -> Optional[int]:
     except (KeyError, TypeError, ValueError):  # not a valid definition or axes (ValidationError, ShapeError): unknown
         return None
     return per_call
+
+
+def outputs_extent(request: Dict[str, Any], k: int) -> int:
+    """Bytes of the file `_save_all` writes for `k` calls' outputs (0: unknown)."""
+    from ...data import Definition
+
+    try:
+        d = Definition.model_validate(request["definition"])
+        axes = {a: v for a, v in ((request.get("workload") or {}).get("axes") or {}).items() if a in d.var_axes}
+        shapes = d.output_shapes_by_name(axes)
+        sizes = [math.prod(shapes.get(n) or ()) * spec.dtype.bits // 8 for n, spec in d.outputs.items()]
+    except (KeyError, TypeError, ValueError):  # not a valid definition or axes: unknown
+        return 0
+    per_call = sum(-(-n // ALIGN) * ALIGN for n in sizes)
+    return k * per_call
 
 
 def _k_for(request: Dict[str, Any], claim: Optional[float], device: str, max_bytes: int) -> int:
@@ -1313,6 +1375,7 @@ class _Witness:
             os.environ.get("FIB_WITNESS_STEPPED", "off").strip().lower() == "on"
         self.request = request
         self.ref_request = _ref_request(request)
+        self.out_bytes = outputs_extent(request, k)  # what a round's outputs file takes (CPU: made before it)
         self.costs: List[Tuple[float, float]] = []  # (wall ms, CPU ms) of each round's k calls
         self.nulls: List[Tuple[float, float]] = []
         self.round_nulls: List[Optional[float]] = []  # CPU: the fastest null measured right after each round
@@ -1388,6 +1451,8 @@ class _Witness:
                     raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
             steps: List[_Steps] = []  # a stepped round's hand-over (CPU, FIB_WITNESS_STEPPED=on), once made
+            if self.cpu:
+                self._part("hand_in", fs.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
             hand_in = (lambda: steps.append(fr.stepped_to(fs, made["inputs"], self.max_bytes))) if self.stepped else \
                 (lambda: self._part("hand_in", fr.copy_to, fs, made["inputs"], self.max_bytes, share=self.device != "cpu"))
             try:
@@ -1432,6 +1497,45 @@ class _Witness:
             for f in folders:
                 f.remove()
 
+    def calibrate(self, reference_ms: float) -> Optional[float]:
+        """CPU ms per call of the definition's reference in the reference runner now: a round of
+        k calls on fresh inputs (the rounds' shape), timed as the rounds are, the least null of
+        the rounds subtracted; None where it cannot be measured. The solution's runner is stopped
+        meanwhile: nothing it left running can slow the yardstick that widens its bound."""
+        paired = [n for n in self.round_nulls if n is not None]
+        if not paired:
+            return None
+        prep, _, _ = self._timed("calibration", self.rr, {"type": "witness_prepare", "request": self.ref_request,
+                                                          "mode": "reference"})
+        self._null_ready = False  # the reference runner's witness now calls the reference
+        if prep is None or prep.get("status") != "OK":
+            return None
+        try:
+            fr = _Folder(self.rr)
+        except OSError:
+            return None
+        best: Optional[float] = None
+        try:
+            made, _, _ = self._timed("calibration", self.rr, {
+                "type": "witness_inputs", "request": self.ref_request, "seed": int.from_bytes(os.urandom(8), "big") >> 2,
+                "k": self.k, "folder": fr.name})
+            if made is None or made.get("status") != "OK":
+                return None
+            with supervise.held(self.r.proc.pid):
+                for _ in range(2 if self.k * reference_ms <= CALIBRATION_TWICE_MS else 1):
+                    fr.unlink("outputs.bin")
+                    self._part("calibration", fr.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
+                    res, ms, _ = self._timed("calibration", self.rr, {"type": "witness", "inputs": made["inputs"],
+                                                                      "folder": fr.name, "stepped": False}, cpu=True)
+                    if res is None or res.get("status") != "OK":
+                        return None
+                    best = ms[1] if best is None else min(best, ms[1])
+        except OSError:
+            return None
+        finally:
+            fr.remove()
+        return None if best is None else max(0.0, best - min(paired)) / self.k
+
     def _null(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         """The harness's share: the same request to the reference runner with a null call (the
         zero outputs, no call) on the same inputs file."""
@@ -1447,6 +1551,8 @@ class _Witness:
     def _null_calls(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         for _ in range((NULL_CALLS if self.device == "cpu" else 1) if self._null_ready else 0):
             fr.unlink("outputs.bin")  # the solution's (already checked) or the last null's
+            if self.cpu:
+                self._part("null", fr.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
             steps = _Steps(-1, -1, inputs)  # a stepped round's null takes the same steps: their cost is the harness's share
             nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name,
                                                          "stepped": self.stepped}, cpu=self.cpu,
@@ -1504,11 +1610,13 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         ratios = [c[1] / c[0] for c in w.costs if c[0] > 0]
         return min(max(1.0, min(ratios, default=1.0)), float(os.cpu_count() or 1)) if cpu else 1.0
 
+    load = [1.0]  # the machine's slowdown since the claims were measured (CPU, `_Witness.calibrate`)
+
     def bound() -> float:
         if claim is None:
             return math.inf
         n = null_per_call() if device != "cpu" else None
-        return slack * claim * par() + abs_ms + (SHARE_NOISE_GPU * n if n is not None else 0.0)
+        return slack * claim * par() * load[0] + abs_ms + (SHARE_NOISE_GPU * n if n is not None else 0.0)
 
     def null_per_call() -> Optional[float]:
         if cpu:
@@ -1564,6 +1672,13 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         return _flag(result, e.kind, e.why, False)
     if w.nulls and cached_null is None and not cpu:
         keep_null(sup, null_key, (min(n[0] for n in w.nulls), min(n[1] for n in w.nulls)))
+    reference_now: Optional[float] = None
+    reference_ms = (result.get("performance") or {}).get("reference_latency_ms")  # the reference runner's (own_reference)
+    if cpu and not w.bad and w.costs and claim is not None and estimate(final=True) > bound() and \
+            isinstance(reference_ms, (int, float)) and math.isfinite(reference_ms) and reference_ms > 0:
+        reference_now = w.calibrate(float(reference_ms))
+        if reference_now is not None:
+            load[0] = min(LOAD_MAX, max(1.0, reference_now / reference_ms))
     null = null_per_call() if w.costs else None
     est = estimate(final=True) if w.costs else None
     extra["witness"] = {"calls": len(w.costs) * k, "k": k, "checked": w.checked, "clock": "cgroup_cpu" if cpu else "wall",
@@ -1573,6 +1688,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "round_null_ms": [None if n is None else round(n, 4) for n in w.round_nulls] if cpu else None,
                         "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
                         "parallelism": round(par(), 2), "prestaged": w.prestaged,
+                        "load": round(load[0], 3),
+                        "reference_now_ms": None if reference_now is None else round(reference_now, 5),
                         "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
                         "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
                         "runner_parts_ms": w.runner_parts,
@@ -1602,10 +1719,12 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     if null is None:
         return _flag(result, "witness_unresolved", "witness timing not judged: the harness's share of a call (the "
                      "null call in the reference runner) could not be measured", False)
+    slowed = (f"; the reference ran at {reference_now * 1e3:.1f} us a call beside it against its "
+              f"{float(reference_ms) * 1e3:.1f} us, the bound widened {load[0]:.2f}x") if reference_now is not None else ""
     msg = (f"timing_disputed: the supervisor measured {len(w.costs) * k} calls of the solution from outside its "
            f"process at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
            f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
-           f"{abs_ms * 1e3:.0f} us apart, the runner's measurement was tampered with")
+           f"{abs_ms * 1e3:.0f} us apart{slowed}, the runner's measurement was tampered with")
     if device != "cpu" and gpu_dispute_flags_only():
         return _flag(result, "timing_disputed", msg)
     _set_status(result, "RUNTIME_ERROR", msg, "timing_disputed")

@@ -1,0 +1,76 @@
+"""A machine slower at the witness than when the claims were measured (CI's 2-core VM under the
+suite's load: an honest 2.26 ms call witnessed at 7.1 ms in every round) must not dispute an
+honest solution; it may not excuse a forgery either. The witness runs the definition's reference
+in the reference runner beside its rounds (`_Witness.calibrate`) and widens the bound by the
+reference's own slowdown, at most LOAD_MAX.
+
+The slowdown is simulated where it is deterministic: the reference (dataset code, trusted) and the
+solutions spin longer while the garbage collector is off, as it is only inside the witness's
+measured calls (`witness.run`), never while the evaluation times them.
+"""
+from __future__ import annotations
+
+from flashinfer_bench.bench.client import evaluate_via_worker
+from flashinfer_bench.bench.loader import _shim_build
+from flashinfer_bench.bench.sandbox.witness import LOAD_MAX
+from flashinfer_bench.data import Definition
+
+from tests.bench.conftest import make_solution, rms_definition, rms_workload
+from tests.security.conftest import Lab
+
+BASE_MS = 1.0
+
+SLOWED = """import gc
+import time
+
+import torch
+
+
+def _spin(ms):
+    end = time.thread_time() + ms / 1e3
+    while time.thread_time() < end:
+        pass
+
+
+def run(x, weight, eps):
+    _spin(__BASE__ * (1.0 if gc.isenabled() else __SLOWER__))
+    xf = x.to(torch.float32)
+    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (xf * rstd * weight.to(torch.float32)).to(torch.float16)
+"""
+
+
+def _code(slower: float) -> str:
+    return SLOWED.replace("__BASE__", str(BASE_MS)).replace("__SLOWER__", str(slower))
+
+
+def _definition(machine_slower: float) -> Definition:
+    d = rms_definition(name=f"rmsnorm_slowed_x{str(machine_slower).replace('.', '_')}").model_dump(mode="json")
+    d["reference"] = _code(machine_slower)
+    return Definition.model_validate(d)
+
+
+def _run(lab: Lab, machine_slower: float, solution_slower: float, uuid: str):
+    d = _definition(machine_slower)
+    sol = make_solution(f"slowed_x{str(solution_slower).replace('.', '_')}", _code(solution_slower), d)
+    return evaluate_via_worker(d, sol, rms_workload(16, uuid=uuid), _shim_build(sol, lab.cache), lab.config,
+                               dataset_root=lab.dataset).evaluation
+
+
+def test_an_honest_call_on_a_machine_slower_at_the_witness_passes(lab: Lab) -> None:
+    ev = _run(lab, 2.8, 2.8, "slowed_honest")
+    assert ev.status.value == "PASSED", ev.log
+    w = ev.correctness.extra["witness"]
+    lat = ev.performance.latency_ms
+    # the unwidened bound (2x + 0.25 ms a call for 8-call rounds) would have disputed it
+    assert w["est_ms"] > 2.0 * lat + 0.25, (w, lat)
+    assert 2.0 <= w["load"] <= LOAD_MAX and w["reference_now_ms"] > 2.0 * BASE_MS, w
+    assert w["est_ms"] <= w["bound_ms"], w
+
+
+def test_a_slower_machine_widens_the_bound_by_at_most_load_max(lab: Lab) -> None:
+    """The reference 10x slower in the witness (the widening capped at 3x): a call witnessed 20x
+    its claim is still disputed."""
+    ev = _run(lab, 10.0, 20.0, "slowed_forged")
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "timing_disputed" in ev.log and f"the bound widened {LOAD_MAX:.2f}x" in ev.log, ev.log
