@@ -227,3 +227,12 @@ def test_a_stepped_round_defeats_batching_the_witnessed_calls(stepped_lab: Lab) 
     calls' inputs are still zeros when it batches them: witness_wrong; the honest solution passes."""
     baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
     _assert_stopped(stepped_lab, "batch_in_call", "witness_wrong", baseline, small)
+
+
+def test_a_stepped_round_checks_the_outputs_that_existed_when_each_call_returned(stepped_lab: Lab) -> None:
+    """`late_batch_fixup` answers each stepped call with a buffer of zeros, then at the last call
+    (every input there) computes the round in one batch and fills the buffers and the outputs file
+    in place: the file and its description end right. The supervisor copied each call's bytes out
+    as it returned and checks those: witness_wrong; the honest solution passes."""
+    baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
+    _assert_stopped(stepped_lab, "late_batch_fixup", "witness_wrong", baseline, small)

@@ -64,7 +64,8 @@ def test_an_honest_call_on_a_machine_slower_at_the_witness_passes(lab: Lab) -> N
     lat = ev.performance.latency_ms
     # the unwidened bound (2x + 0.25 ms a call for 8-call rounds) would have disputed it
     assert w["est_ms"] > 2.0 * lat + 0.25, (w, lat)
-    assert 2.0 <= w["load"] <= LOAD_MAX and w["reference_now_ms"] > 2.0 * BASE_MS, w
+    # the reference's own latency was measured in wall time (a busy machine raises it, not its CPU time)
+    assert 1.0 < w["load"] <= LOAD_MAX and w["reference_now_ms"] > 2.0 * BASE_MS, w
     assert w["est_ms"] <= w["bound_ms"], w
 
 
