@@ -75,3 +75,40 @@ def test_a_slower_machine_widens_the_bound_by_at_most_load_max(lab: Lab) -> None
     ev = _run(lab, 10.0, 20.0, "slowed_forged")
     assert ev.status.value == "RUNTIME_ERROR", ev.log
     assert "timing_disputed" in ev.log and f"the bound widened {LOAD_MAX:.2f}x" in ev.log, ev.log
+
+
+LATE_FAST = """import gc
+import time
+
+import torch
+
+_witnessed = [0]
+
+
+def _spin(ms):
+    end = time.thread_time() + ms / 1e3
+    while time.thread_time() < end:
+        pass
+
+
+def run(x, weight, eps):
+    if not gc.isenabled():  # a witnessed call: the first __SLOW__ draws take the slow path
+        _witnessed[0] += 1
+    _spin(10.0 * (3.0 if 0 < _witnessed[0] <= __SLOW__ and not gc.isenabled() else 1.0))
+    xf = x.to(torch.float32)
+    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (xf * rstd * weight.to(torch.float32)).to(torch.float16)
+"""
+
+
+def test_a_costly_call_whose_cost_depends_on_its_inputs_gets_sixteen_draws(lab: Lab) -> None:
+    """A 10 ms call (one call a round) that takes its slow path on the first 9 witnessed draws, as
+    the fp8 MoE does on ~77% of fresh inputs: with 8 rounds it was disputed although honest; the
+    witness now draws up to 16 one-call rounds and the tenth is fast."""
+    d = rms_definition(name="rmsnorm_late_fast")
+    sol = make_solution("late_fast", LATE_FAST.replace("__SLOW__", "9"), d)
+    ev = evaluate_via_worker(d, sol, rms_workload(16, uuid="late_fast"), _shim_build(sol, lab.cache), lab.config,
+                             dataset_root=lab.dataset).evaluation
+    assert ev.status.value == "PASSED", ev.log
+    w = ev.correctness.extra["witness"]
+    assert w["k"] == 1 and w["calls"] == 10, w
