@@ -416,8 +416,8 @@ def test_a_cpu_round_counts_less_the_null_measured_beside_it_and_a_cheap_call_ne
 def test_a_cheap_cpu_call_gets_a_long_round_and_the_round_s_allowance() -> None:
     """The harness's share that the CPU allowance covers is mostly the round's: a cheap claim gets
     up to 128 calls (5 ms of claimed time) and the allowance of a round of 8 spread over them; a
-    slow claim keeps a few calls (10 ms of claimed time) and 0.25 ms each."""
-    from flashinfer_bench.bench.sandbox.witness import ABS_MS, _k_for, cpu_allowance_ms
+    slow claim keeps a few calls (10 ms of claimed time) and 0.25 ms each, a round at least 0.75 ms."""
+    from flashinfer_bench.bench.sandbox.witness import ABS_MS, ROUND_ALLOWANCE_MS, _k_for, cpu_allowance_ms
 
     from tests.bench.conftest import rms_definition, rms_workload
 
@@ -430,6 +430,8 @@ def test_a_cheap_cpu_call_gets_a_long_round_and_the_round_s_allowance() -> None:
     assert _k_for(request, None, "cpu", 512 << 20) == 8
     assert _k_for(request, 0.005, "cuda", 48 << 20) == 4  # the GPU's coarse round is unchanged
     assert cpu_allowance_ms(64) == ABS_MS / 8 and cpu_allowance_ms(128) == ABS_MS / 16 and cpu_allowance_ms(5) == ABS_MS
+    # a round of one call (a costly call, or one whose data fill a round) gets the round's floor
+    assert cpu_allowance_ms(1) == ROUND_ALLOWANCE_MS and cpu_allowance_ms(2) == ROUND_ALLOWANCE_MS / 2
 
 
 # a process that, for each byte it reads, burns ~3 ms of CPU, answers, then burns ~6 ms more

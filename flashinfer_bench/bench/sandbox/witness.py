@@ -100,6 +100,13 @@ SLACK = 2.0  # CPU: CPU time in a VM shared with other jobs still varies by ~2x,
 # ~0.15 ms of it in probes here and an honest 77 us call of the pipeline tests 0.21 ms while the
 # whole suite ran (session 14); a forgery of a call under ~0.3 ms is inside the resolution anyway
 ABS_MS = 0.25
+# CPU: a round's share differs between the two runners by more than one call's ABS_MS where the
+# round is one call: an honest fp8 MoE's fast path (0.30-0.36 ms claimed, one call a round: its
+# inputs fill a round) was witnessed at 0.69-0.94 ms less the null against a 0.86-0.97 ms bound
+# (the runner's own breakdown, CPU clock: mapping ~96 MiB of inputs 0.22 ms against the null's
+# 0.10, the reply's handling ~0.1 ms more), and disputed in 3 of ~6 runs of the share benchmark
+# (session 20). A round is allowed at least this much
+ROUND_ALLOWANCE_MS = 0.75
 SLACK_GPU = 3.0  # wide: the coarse round's clock holds the data's handover
 ABS_MS_GPU = 0.05
 # GPU: the harness's share of a call (handing a call's inputs to the device and its outputs back:
@@ -1222,8 +1229,9 @@ def _k_for(request: Dict[str, Any], claim: Optional[float], device: str, max_byt
 
 def cpu_allowance_ms(k: int) -> float:
     """The CPU bound's allowance a call in a round of `k` calls: `ABS_MS` up to K_CALLS calls, the
-    same per round beyond (the harness's share that it covers is mostly the round's)."""
-    return ABS_MS * min(1.0, K_CALLS / max(1, k))
+    same per round beyond (the harness's share that it covers is mostly the round's), and at
+    least ROUND_ALLOWANCE_MS a round (one or two calls)."""
+    return max(ABS_MS * min(1.0, K_CALLS / max(1, k)), ROUND_ALLOWANCE_MS / max(1, k))
 
 
 def _set_status(result: Dict[str, Any], status: str, message: str, flag: str) -> None:
