@@ -28,6 +28,7 @@ from .io import (
     validation_problems,
 )
 from .json_utils import append_jsonl_file
+from .names import NameClaims
 from .solution import Solution
 from .trace import EvaluationStatus, Trace
 from .trace_files import merge_traces, trace_key
@@ -69,7 +70,7 @@ class TraceSet:
         # where each entity was read from: ("definition"|"solution", name) -> file
         self.files: Dict[Tuple[str, str], Path] = {}
         self._solution_by_name: Dict[str, Solution] = {}
-        self._squatted: set = set()  # solution names two files claimed (neither is used)
+        self._claims = NameClaims()  # solution names two files claimed are neither's
         # id(entity) -> (entity, file, line, field prefix): where each loaded entity came from,
         # so `validate` can name the file and line of a problem found after loading
         self._origins: Dict[int, Tuple[Any, str, Optional[int], str]] = {}
@@ -78,6 +79,7 @@ class TraceSet:
         for sols in self.solutions.values():
             for s in sols:
                 self._solution_by_name[s.name] = s
+                self._claims.claim(s.name, "<memory>")
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -159,18 +161,14 @@ class TraceSet:
             self.files[("definition", d.name)] = f
 
     def _add_solution(self, s: Solution, f: Optional[Path]) -> None:
-        """A name two files claim is neither's (the first in path order used to keep it: a file
-        sorted first took another solution's name, traces and dispatch); the pipeline's plan does
-        the same."""
-        squatted = self._squatted
-        if s.name in self._solution_by_name or s.name in squatted:
-            first = self.files.pop(("solution", s.name), None) or "an earlier file"
-            self.problems.append(Problem(str(f or "<memory>"), f"duplicate solution name {s.name!r} (first in "
-                                         f"{first}): neither is used", None, "name"))
+        """A name two files claim is neither's (`names.NameClaims`, as in the pipeline's plan)."""
+        dup = self._claims.claim(s.name, str(f or "<memory>"))
+        if dup is not None:
+            self.problems.append(dup)
+            self.files.pop(("solution", s.name), None)
             held = self._solution_by_name.pop(s.name, None)
             if held is not None:
                 self.solutions[held.definition] = [x for x in self.solutions[held.definition] if x is not held]
-            squatted.add(s.name)
             return
         self.solutions[s.definition].append(s)
         self._solution_by_name[s.name] = s

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from flashinfer_bench.data import Definition, Solution, Trace
 from flashinfer_bench.data.io import Problem, iter_jsonl, read_json, validation_problems
+from flashinfer_bench.data.names import NameClaims
 from flashinfer_bench.data.validate import (
     Finding,
     HeaderCache,
@@ -198,17 +199,12 @@ def build_plan(
             probs.append(Problem("--definitions", f"no definition named {unknown} in {root}"))
         plan.definitions = {k: v for k, v in plan.definitions.items() if k in definitions}
 
-    # a name two files claim is neither's: the first in path order used to win, so a file sorted
-    # first (`solutions/0_attacker/x.json`) took another's name, its traces and apply()'s dispatch
-    claimed: Dict[str, Path] = {}
-    squatted: set = set()
+    claims = NameClaims()  # a name two files claim is neither's (as in the API's TraceSet)
     for f, s in _load_models(root, "solutions", Solution, probs):
-        if s.name in claimed:
-            probs.append(Problem(str(f), f"duplicate solution {s.name!r} (also in {claimed[s.name]}): neither is "
-                                 f"benchmarked", field="name"))
-            squatted.add(s.name)
+        dup = claims.claim(s.name, str(f))
+        if dup is not None:
+            probs.append(dup)
             continue
-        claimed[s.name] = f
         if s.definition in valid_definitions and s.definition not in plan.definitions:
             continue  # its definition is not selected
         if s.definition in broken and s.definition not in valid_definitions:
@@ -219,7 +215,7 @@ def build_plan(
             continue
         plan.solutions[s.name] = s
         plan.solution_files[s.name] = f
-    for name in squatted:
+    for name in claims.squatted:
         plan.solutions.pop(name, None)
         plan.solution_files.pop(name, None)
     if solutions:

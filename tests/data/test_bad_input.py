@@ -242,3 +242,10 @@ def test_a_solution_name_two_files_claim_is_neither_s(ds: Path) -> None:
     ts = TraceSet.from_path(str(ds))
     assert body["name"] not in {s.name for sols in ts.solutions.values() for s in sols}
     assert any("duplicate solution name" in p.message and "neither is used" in p.message for p in ts.problems)
+    # the pipeline's plan loads by the same rule (one engine): neither is benchmarked
+    from flashinfer_bench.pipeline.plan import build_plan
+
+    plan = build_plan(ds, device="cpu")
+    assert body["name"] not in plan.solutions
+    dups = [p for p in plan.problems if "duplicate solution name" in p.message]
+    assert len(dups) == 1 and dups[0].field == "name" and str(victim) in dups[0].message + dups[0].path, dups
