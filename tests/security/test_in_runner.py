@@ -64,6 +64,13 @@ STOPPED_BY: Dict[str, str] = {
     # session 19: CPU time burnt after one round's reply widened every round's bound (the
     # parallelism was the largest of the rounds; now the least)
     "parallelism_inflate": "timing_disputed",
+    # session 20 (a helper's round on the new surfaces): a 5x forgery of a ~3 ms call, meant for
+    # the load calibration's widened bound; the same with a thread that churns 768 MiB after each
+    # round to slow the reference while it is calibrated; a thread racing the supervisor to make
+    # the round's outputs file (or swap it for a link to the inputs)
+    "calibration_forge": "timing_disputed",
+    "calibration_leftover_thread": "timing_disputed",
+    "outputs_precreate": "witness_failed",
 }
 
 # forged by 3.5x: on this 2-core machine loaded by the suite's other worker the claim's wall time
@@ -236,3 +243,32 @@ def test_a_stepped_round_checks_the_outputs_that_existed_when_each_call_returned
     as it returned and checks those: witness_wrong; the honest solution passes."""
     baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
     _assert_stopped(stepped_lab, "late_batch_fixup", "witness_wrong", baseline, small)
+
+
+def test_a_refused_stepped_hand_over_fails_the_solution_and_closes_nothing_twice(stepped_lab: Lab) -> None:
+    """`stepped_inputs_precreate` makes `inputs.bin` in each new witness folder before the
+    supervisor copies the round's inputs there: the hand-over is refused (its fault:
+    witness_failed). Before, the refused hand-over and the round both closed the outputs
+    file's descriptor (EBADF, or another thread's file in between)."""
+    baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
+    t = stepped_lab.run("stepped_inputs_precreate", workload=WL, COST=COST)
+    ev = t.evaluation
+    assert not passed_with_gain(t, baseline) and ev.status.value == "RUNTIME_ERROR", (ev.status, ev.log[-1500:])
+    assert "witness_failed" in ev.log and "Bad file descriptor" not in ev.log, ev.log[-1500:]
+    _assert_honest_unaffected(stepped_lab, small)
+
+
+def test_a_stepped_round_ends_within_the_job_s_timeout(stepped_lab: Lab) -> None:
+    """`stepped_slow_steps` sleeps 0.2 s in each stepped witnessed call (no CPU time, correct
+    outputs): each step had a timeout of its own, so a 128-call round could hold the worker for
+    128 x the job's timeout (231 s of a 60 s timeout in the helper's run). With a 4 s timeout the
+    round now ends at 4 s: witness_failed."""
+    import time
+
+    cfg = stepped_lab.config.model_copy(update={"timeout_s": 4})
+    t0 = time.monotonic()
+    t = stepped_lab.run("stepped_slow_steps", workload=WL, config=cfg, SLEEP=0.2)
+    took = time.monotonic() - t0
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR" and "witness_failed" in ev.log, (ev.status, ev.log[-1500:])
+    assert took < 20.0, took  # one round's 4 s (and the evaluation's own), not 128 x 0.2 s

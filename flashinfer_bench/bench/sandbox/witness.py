@@ -854,7 +854,11 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
         send_msg(handle.sock, {**msg, "nonce": nonce})
         if during is not None:
             during()
-        reply = recv_msg(handle.sock, timeout=timeout, limit=RUNNER_MAX_MESSAGE)
+        # the reply within the exchange's one timeout, steps included
+        left = timeout - (time.perf_counter() - t0)
+        if left <= 0:
+            raise TimeoutError
+        reply = recv_msg(handle.sock, timeout=left, limit=RUNNER_MAX_MESSAGE)
     except TimeoutError:
         return None, (0.0, 0.0), "timeout"
     except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
@@ -938,17 +942,15 @@ class _Folder:
                    out_limit: int) -> "_Steps":
         """The data file of `entries` into `other` call by call: made there at its full size, all
         zeros, and each call's bytes copied in by `_Steps.hand(i)` right before that call.
-        `outputs`: the descriptor of the runner's outputs file (owned by the steps from here on),
-        of which the calls may fill `out_limit` bytes."""
+        `outputs`: the descriptor of the runner's outputs file, of which the calls may fill
+        `out_limit` bytes: the steps own it once made; where this raises, the caller still does
+        (`h20_stepped_inputs_precreate`: an inputs file the solution made first failed the
+        hand-over, and both closed it)."""
         name = _data_file(entries)
         if name is None:
             return _Steps(-1, -1, entries, outputs, out_limit)
-        try:
-            src, _ = self._open_data(name, limit)
-        except OSError:
-            os.close(outputs)
-            raise
-        steps = _Steps(src, -1, entries, outputs, out_limit)
+        src, _ = self._open_data(name, limit)
+        steps = _Steps(src, -1, entries, -1, out_limit)
         try:
             steps.dst = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=other.fd)
             os.fchmod(steps.dst, 0o666)  # the runner maps it writable, whatever user it is in its namespace
@@ -956,6 +958,7 @@ class _Folder:
         except OSError:
             steps.close()
             raise
+        steps.outputs = outputs
         return steps
 
     def copy_to(self, other: "_Folder", entries: List[List[Dict[str, Any]]], limit: int, share: bool = False) -> None:
@@ -1094,15 +1097,21 @@ class _Steps:
 
     def run(self, handle: Any, timeout: float, copy: bool = True) -> None:
         """The steps, between the round's request and its reply: for each call, its inputs (if
-        `copy`), a go, and once it returned the copy of its outputs."""
+        `copy`), a go, and once it returned the copy of its outputs; all of them within `timeout`
+        (a deadline per step let a round of 128 calls that each slept 0.6 s hold the worker for
+        231 s of a 60 s timeout, `h20_stepped_slow_steps`)."""
         from ..protocol import recv_exact
 
+        deadline = time.monotonic() + timeout
         start = 0
         for i in range(len(self.entries)):
             if copy:
                 self.hand(i)
             handle.sock.sendall(_STEP.pack(i))
-            (end,) = _END.unpack(recv_exact(handle.sock, _END.size, timeout))
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the stepped round's calls took over {timeout:g} s")
+            (end,) = _END.unpack(recv_exact(handle.sock, _END.size, left))
             self.committed.append((start, self._take(i, start, end)))
             start = end
 
