@@ -67,10 +67,9 @@ STOPPED_BY: Dict[str, str] = {
     # session 20 (a helper's round on the new surfaces): a 5x forgery of a ~3 ms call, meant for
     # the load calibration's widened bound; the same with a thread that churns 768 MiB after each
     # round to slow the reference while it is calibrated; a thread racing the supervisor to make
-    # the round's outputs file (or swap it for a link to the inputs)
+    # the round's outputs file (or swap it for a link to the inputs): see its own test
     "calibration_forge": "timing_disputed",
     "calibration_leftover_thread": "timing_disputed",
-    "outputs_precreate": "witness_failed",
 }
 
 # forged by 3.5x: on this 2-core machine loaded by the suite's other worker the claim's wall time
@@ -272,3 +271,17 @@ def test_a_stepped_round_ends_within_the_job_s_timeout(stepped_lab: Lab) -> None
     ev = t.evaluation
     assert ev.status.value == "RUNTIME_ERROR" and "witness_failed" in ev.log, (ev.status, ev.log[-1500:])
     assert took < 20.0, took  # one round's 4 s (and the evaluation's own), not 128 x 0.2 s
+
+
+def test_racing_the_supervisor_for_the_outputs_file_costs_only_the_racer(lab: Lab) -> None:
+    """`outputs_precreate` races the supervisor to make each round's outputs file (or swaps it for
+    a link to the inputs). Where it wins the race its round fails (witness_failed, or
+    witness_wrong); where it loses it is an honest solution: never a gain, and the next honest
+    solution is unaffected."""
+    baseline, small = _good(lab), _good(lab, SMALL)
+    t = lab.run("outputs_precreate", workload=WL, COST=COST)
+    ev = t.evaluation
+    assert not passed_with_gain(t, baseline), (ev.status, _speedup(t), ev.log[-1500:])
+    if ev.status.value != "PASSED":
+        assert "witness_failed" in ev.log or "witness_wrong" in ev.log, ev.log[-1500:]
+    _assert_honest_unaffected(lab, small)
