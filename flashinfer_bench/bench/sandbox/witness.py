@@ -325,8 +325,13 @@ class _StepWriter:
         try:
             os.ftruncate(self.fd, self.off)
         finally:
-            os.close(self.fd)
+            self.close()
         return self.meta
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 _ZEROS = memoryview(bytes(ALIGN))
@@ -672,6 +677,7 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
     # part of it (in the solution's runner these numbers are the solution's to forge)
     clock = time.perf_counter
     t0 = clock()
+    steps: Optional[_StepWriter] = None  # a stepped round's outputs, written call by call
     try:
         per_call_sync = ev.device.type != "cuda"
         loaded = _load_all(saved_inputs, d, ev.device)
@@ -696,6 +702,8 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
         calls = steps.finish() if steps is not None else _save_all(results, os.path.join(d, "outputs.bin"))
         t4 = clock()
     finally:
+        if steps is not None:
+            steps.close()  # a call that raised: the round's file is not finished
         if was:
             gc.enable()
     parts = {"load": t1 - t0, "calls": t2 - t1, "sync": t3 - t2, "save": t4 - t3}
@@ -944,7 +952,7 @@ class _Folder:
         zeros, and each call's bytes copied in by `_Steps.hand(i)` right before that call.
         `outputs`: the descriptor of the runner's outputs file, of which the calls may fill
         `out_limit` bytes: the steps own it once made; where this raises, the caller still does
-        (`h20_stepped_inputs_precreate`: an inputs file the solution made first failed the
+        (`stepped_inputs_precreate`: an inputs file the solution made first failed the
         hand-over, and both closed it)."""
         name = _data_file(entries)
         if name is None:
@@ -1001,7 +1009,8 @@ class _Folder:
         outputs into. Allocating a round's output pages inside the measured window cost the
         solution's runner up to 5.6 ms of CPU time more than the null call's (an RMSNorm's 113
         calls, 3.6 MiB, under load; the null writes its zeros into pages its previous call had just
-        freed) and disputed an honest call in CI (session 20): the supervisor pays it before.
+        freed), a likely cause of the honest ~11 us call disputed under the suite's load in
+        session 19: the supervisor pays it before.
         `keep`: the file stays open for reading (its descriptor returned; else -1)."""
         fd = os.open(name, (os.O_RDWR if keep else os.O_WRONLY) | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                      dir_fd=self.fd)
@@ -1099,7 +1108,7 @@ class _Steps:
         """The steps, between the round's request and its reply: for each call, its inputs (if
         `copy`), a go, and once it returned the copy of its outputs; all of them within `timeout`
         (a deadline per step let a round of 128 calls that each slept 0.6 s hold the worker for
-        231 s of a 60 s timeout, `h20_stepped_slow_steps`)."""
+        231 s of a 60 s timeout, `stepped_slow_steps`)."""
         from ..protocol import recv_exact
 
         deadline = time.monotonic() + timeout
