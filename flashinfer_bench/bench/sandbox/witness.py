@@ -1195,37 +1195,31 @@ def file_limited(cap: int, runners: List[Any]) -> int:
     return min([cap] + [f for f in (_file_limit(h) for h in runners) if f is not None])
 
 
-def _call_bytes(request: Dict[str, Any], inputs: bool = True) -> Optional[int]:
-    """Bytes of one call's inputs (unless `inputs` is False) and outputs (None: unknown)."""
+def _value_bytes(request: Dict[str, Any], inputs: bool) -> Optional[List[int]]:
+    """Bytes of each of one call's outputs, and of its inputs too where `inputs` (None: unknown)."""
     from ...data import Definition
 
     try:
         d = Definition.model_validate(request["definition"])
         axes = {k: v for k, v in ((request.get("workload") or {}).get("axes") or {}).items() if k in d.var_axes}
-        per_call = 0
         parts = [(d.outputs, d.output_shapes_by_name(axes))]
         if inputs:
             parts.append((d.inputs, d.input_shapes_by_name(axes)))
-        for specs, shapes in parts:
-            per_call += sum(math.prod(shapes.get(n) or ()) * spec.dtype.bits for n, spec in specs.items()) // 8
+        return [math.prod(shapes.get(n) or ()) * spec.dtype.bits // 8 for specs, shapes in parts for n, spec in specs.items()]
     except (KeyError, TypeError, ValueError):  # not a valid definition or axes (ValidationError, ShapeError): unknown
         return None
-    return per_call
+
+
+def _call_bytes(request: Dict[str, Any], inputs: bool = True) -> Optional[int]:
+    """Bytes of one call's inputs (unless `inputs` is False) and outputs (None: unknown)."""
+    sizes = _value_bytes(request, inputs)
+    return None if sizes is None else sum(sizes)
 
 
 def outputs_extent(request: Dict[str, Any], k: int) -> int:
     """Bytes of the file `_save_all` writes for `k` calls' outputs (0: unknown)."""
-    from ...data import Definition
-
-    try:
-        d = Definition.model_validate(request["definition"])
-        axes = {a: v for a, v in ((request.get("workload") or {}).get("axes") or {}).items() if a in d.var_axes}
-        shapes = d.output_shapes_by_name(axes)
-        sizes = [math.prod(shapes.get(n) or ()) * spec.dtype.bits // 8 for n, spec in d.outputs.items()]
-    except (KeyError, TypeError, ValueError):  # not a valid definition or axes: unknown
-        return 0
-    per_call = sum(-(-n // ALIGN) * ALIGN for n in sizes)
-    return k * per_call
+    sizes = _value_bytes(request, inputs=False) or []
+    return k * sum(-(-n // ALIGN) * ALIGN for n in sizes)
 
 
 def _k_for(request: Dict[str, Any], claim: Optional[float], device: str, max_bytes: int) -> int:
@@ -1655,15 +1649,9 @@ class _Witness:
                 return None
             with supervise.held(self.r.proc.pid):
                 for _ in range(2 if self.k * reference_ms <= CALIBRATION_TWICE_MS else 1):
-                    fr.unlink("outputs.bin")
-                    self._part("calibration", fr.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
-                    # the rounds' steps too where they were stepped (the nulls subtracted took them)
-                    steps = _Steps(-1, -1, made["inputs"], -1, self.out_limit)
-                    res, ms, _ = self._timed(
-                        "calibration", self.rr, {"type": "witness", "inputs": made["inputs"], "folder": fr.name,
-                                                 "stepped": self.stepped}, cpu=True,
-                        during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
-                    if res is None or res.get("status") != "OK":
+                    # as the nulls subtracted were timed (the rounds' steps too where stepped)
+                    res, ms = self._reference_round("calibration", fr, made["inputs"])
+                    if res is None:
                         return None
                     best = ms[1] if best is None else min(best, ms[1])
         except OSError:
@@ -1684,17 +1672,23 @@ class _Witness:
         with supervise.held(self.r.proc.pid):
             self._null_calls(fr, inputs)
 
+    def _reference_round(self, part: str, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float]]:
+        """The reference runner's prepared witness call (the null, or the reference for a
+        calibration) on the inputs of `fr`, timed as the solution's round is: its outputs file
+        made before, a stepped round's steps taken (their cost is the harness's share)."""
+        fr.unlink("outputs.bin")  # the solution's (already checked) or the last call's
+        if self.cpu:
+            self._part(part, fr.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
+        steps = _Steps(-1, -1, inputs, -1, self.out_limit)
+        res, ms, _ = self._timed(part, self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name,
+                                                 "stepped": self.stepped}, cpu=self.cpu,
+                                 during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
+        return (res if res is not None and res.get("status") == "OK" else None), ms
+
     def _null_calls(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         for _ in range((NULL_CALLS if self.device == "cpu" else 1) if self._null_ready else 0):
-            fr.unlink("outputs.bin")  # the solution's (already checked) or the last null's
-            if self.cpu:
-                self._part("null", fr.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
-            # a stepped round's null takes the same steps: their cost is the harness's share
-            steps = _Steps(-1, -1, inputs, -1, self.out_limit)
-            nres, nms, _ = self._timed("null", self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name,
-                                                         "stepped": self.stepped}, cpu=self.cpu,
-                                       during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
-            if nres is None or nres.get("status") != "OK":
+            nres, nms = self._reference_round("null", fr, inputs)
+            if nres is None:
                 break
             self.runner_parts["null"] = nres.get("parts_ms")
             self.nulls.append(nms)
