@@ -58,7 +58,9 @@ def _run(lab: Lab, machine_slower: float, solution_slower: float, uuid: str):
 
 
 def test_an_honest_call_on_a_machine_slower_at_the_witness_passes(lab: Lab) -> None:
-    ev = _run(lab, 2.8, 2.8, "slowed_honest")
+    # 4.5x: under the suite's load the claim's wall time rose to ~1.4 ms, and a 2.8x slowdown
+    # (2.8 ms witnessed) was then within the unwidened bound, which this test must exceed
+    ev = _run(lab, 4.5, 4.5, "slowed_honest")
     assert ev.status.value == "PASSED", ev.log
     w = ev.correctness.extra["witness"]
     lat = ev.performance.latency_ms
