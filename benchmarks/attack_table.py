@@ -110,8 +110,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--only", default="", help="comma-separated attack names")
-    ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows here (after each attack)")
+    ap.add_argument("--shard", default="", help="I/N: run every N-th attack from the I-th (1-based), so a "
+                    "GPU table fits calls of limited length")
+    ap.add_argument("--table-from", type=Path, nargs="*", default=None,
+                    help="print the table of rows saved by earlier --json runs (shards) and exit")
     args = ap.parse_args()
+    if args.table_from:
+        rows = [r for f in args.table_from for r in json.loads(f.read_text())]
+        print(f"\n## attacks from {', '.join(f.name for f in args.table_from)} ({len(rows)})\n")
+        print_table(rows)
+        return
     dev = "cuda:0" if args.device.startswith("cuda") else "cpu"
     lab = Lab(Path(tempfile.mkdtemp(prefix="fib-attack-table-")))
     if dev != "cpu":
@@ -119,6 +128,9 @@ def main() -> None:
     lab.start()
     wl = GPU_WL if dev != "cpu" else WL
     names = [n for n in args.only.split(",") if n] or attacks(dev)
+    if args.shard:
+        i, n = (int(x) for x in args.shard.split("/"))
+        names = names[i - 1::n]
 
     def honest(w=SMALL) -> Trace:
         return evaluate_via_worker(lab.definition, lab.good, w, lab.good_build, lab.config, dataset_root=lab.dataset)
@@ -161,19 +173,24 @@ def main() -> None:
             rows[-1]["honest_status"] = [before.evaluation.status.value, after.evaluation.status.value]
             print(f"{name:26s} {st:19s} {outcome:9s} x{speedup(t):<7.3g} honest {'ok' if ok else 'HARMED'} "
                   f"({_ms(lb)} -> {_ms(la)} ms) flags {','.join(sorted(fl))[:70]} [{secs:.1f} s]\n    {why}{harmed}", flush=True)
+            if args.json:  # a call cut short by its time limit still leaves the rows it made
+                args.json.write_text(json.dumps(rows, indent=1))
     shutdown_worker(dev, lab.config)
     lab.cleanup()
 
     print(f"\n## attacks on {dev} ({len(rows)} in {time.monotonic() - t_all:.0f} s; honest speedup x{speedup(base):.3g}; "
           f"sandbox {sandbox})\n")
+    print_table(rows)
+
+
+def print_table(rows: List[Dict[str, Any]]) -> None:
+    """Attacks per class: tried, and what became of them."""
     print(f"{'class':22s} {'tried':>5s} {'rejected':>8s} {'flagged':>7s} {'contained':>9s} {'GAIN':>5s} {'honest harmed':>13s}")
     for c in sorted({r["class"] for r in rows}) + ["all"]:
         rs = [r for r in rows if c in ("all", r["class"])]
         n = {o: sum(1 for r in rs if r["outcome"] == o) for o in ("rejected", "flagged", "contained", "GAIN")}
         print(f"{c:22s} {len(rs):5d} {n['rejected']:8d} {n['flagged']:7d} {n['contained']:9d} {n['GAIN']:5d} "
               f"{sum(1 for r in rs if not r['honest_ok']):13d}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

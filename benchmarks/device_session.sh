@@ -62,7 +62,7 @@ for s in "$@"; do
     evals-families) step evals 500 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" --families ;;
     evals-zygote) FIB_RUNNER_ZYGOTE=1 step evals-zygote 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
     gputests-zygote) FIB_RUNNER_ZYGOTE=1 step gputests-zygote 400 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py tests/security ;;
-    attacks) step attacks "${ATTACKS_TIMEOUT:-330}" python3 benchmarks/attack_table.py --device cuda --json "$OUT/attacks_gpu.json" --only "${ATTACKS_ONLY:-}" ;;
+    attacks) step "attacks${ATTACKS_SHARD:+-${ATTACKS_SHARD/\//of}}" "${ATTACKS_TIMEOUT:-330}" python3 benchmarks/attack_table.py --device cuda --json "$OUT/attacks_gpu${ATTACKS_SHARD:+_${ATTACKS_SHARD/\//of}}.json" --only "${ATTACKS_ONLY:-}" --shard "${ATTACKS_SHARD:-}" ;;
     gpusec) step gpusec "${GPUSEC_TIMEOUT:-300}" python3 -m pytest -m gpu -q -rfE --tb=short -n 0 -s -p no:cacheprovider tests/security ;;
     evals-quick) step evals-quick 150 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --pairs 1 --workloads 30 ;;
     gputests-17) step gputests-17 200 python3 -m pytest -m gpu -q -rfE --tb=short -n 0 -p no:cacheprovider tests/apply/test_gpu.py tests/bench/test_gpu.py::test_a_reference_out_of_device_memory_is_the_machines_error ;;
