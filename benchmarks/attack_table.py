@@ -11,14 +11,18 @@ prints one row per attack and a table per class:
 - flagged: PASSED but marked suspect (the report and apply() rank no suspect trace);
 - contained: PASSED without a gain and unflagged (a side effect that did not happen);
 - GAIN: PASSED, unflagged and faster than the honest solution of the same work by more than
-  noise (the defence failed);
+  `GAIN_OVER_HONEST` (1.5x; the defence failed). "The same work": an attack that computes `COST`
+  RMSNorms a call on a CPU is compared with the honest solution's speedup / `COST` (each row's
+  `forgery` column: how much faster its record is than its work);
 - honest ok: the honest solution evaluated after the attack keeps PASSED with its latency within
   noise of the one before it (GPU: 1.25x + 5 us; CPU: 3x + 0.3 ms, the security tests' band on a
   shared 2-core VM where the honest call takes ~20 us).
 
 The attacks that do honest work make it cost about 3 ms a call on a CPU (COST repeats); the
 attack's speedup is compared with the honest solution's on the same workload, as in
-tests/security/test_in_runner.py.
+tests/security/test_in_runner.py, scaled by the work it does (until session 21 the table compared
+a COST attack with one honest call, so a CPU forgery under ~300x read "contained"; no row of the
+tables measured before then had a forgery factor over 1).
 """
 from __future__ import annotations
 
@@ -64,6 +68,8 @@ CLASS_OF_LEGACY = {  # the first red team's files say "# expect:" instead of the
     "predict_rechecks": "predictable inputs", "scrape_reference": "harness state",
     "gpu_background_kernels": "cross-talk", "gpu_grab_memory": "leaks and gaps",
 }
+GAIN_OVER_HONEST = 1.5
+COST = 100  # RMSNorms a call for the attacks that do honest work on a CPU (their __COST__)
 WL = rms_workload(16, uuid="rms_table")
 SMALL = rms_workload(8, uuid="rms_table_small")
 GPU_WL = rms_workload(4096, uuid="rms_table_gpu")
@@ -88,6 +94,15 @@ def attacks(device: str) -> List[str]:
     return [n for n in names if device != "cpu" or not n.startswith("gpu_")]
 
 
+def work_of(name: str, device: str) -> int:
+    """How many honest calls one call of the attack computes: COST where it reads `__COST__`
+    (on a GPU too, unless it repeats only on a CPU: `_COST if x.device.type == "cpu" else ...`)."""
+    src = (ATTACKS / f"{name}.py").read_text()
+    if "__COST__" not in src:
+        return 1
+    return COST if device == "cpu" or '_COST if x.device.type == "cpu"' not in src else 1
+
+
 def speedup(t: Trace) -> float:
     p = t.evaluation.performance
     return p.speedup_factor if p is not None else 0.0
@@ -96,6 +111,18 @@ def speedup(t: Trace) -> float:
 def latency(t: Trace) -> Optional[float]:
     p = t.evaluation.performance
     return p.latency_ms if p is not None else None
+
+
+def witnessed_over_claim(t: Trace) -> Optional[float]:
+    """The supervisor's own time of a call (its witness's estimate, timed from outside the runner)
+    over the latency the trace records: ~1 or under for an honest call (a GPU's CUDA-graph replay
+    drops launch gaps; honest rounds of 16 calls have read up to 2.1x), more for a forgery the
+    bound let through (its slack: docs/security.md)."""
+    w = ((t.evaluation.correctness.extra or {}) if t.evaluation.correctness else {}).get("witness")
+    w = w if isinstance(w, dict) else {}
+    g = w if "est_ms" in w else (w.get("graph") if isinstance(w.get("graph"), dict) else {})
+    est, lat = g.get("est_ms"), latency(t)
+    return round(est / lat, 3) if isinstance(est, (int, float)) and lat else None
 
 
 def _first_line(log: Optional[str]) -> str:
@@ -146,20 +173,23 @@ def main() -> None:
             before = honest()
             t0 = time.monotonic()
             subst = dict(SUBST.get(name) or {})
-            t = lab.run(name, workload=wl, COST=100, **subst)
+            t = lab.run(name, workload=wl, COST=COST, **subst)
             secs = time.monotonic() - t0
             after = honest()
             ev = t.evaluation
             fl = flags(t)
             suspect = bool(((ev.correctness.extra or {}) if ev.correctness else {}).get("suspect"))
             st = ev.status.value
-            gain = st == "PASSED" and speedup(t) > max(1.5, 3.0 * speedup(base))
+            forgery = speedup(t) / (speedup(base) / work_of(name, dev)) if speedup(base) > 0 else 0.0
+            gain = st == "PASSED" and forgery > GAIN_OVER_HONEST
             outcome = ("rejected" if st != "PASSED" else "flagged" if suspect else "GAIN" if gain else "contained")
             lb, la = latency(before), latency(after)
             ok = (after.evaluation.status.value == "PASSED" and lb is not None and la is not None
                   and la <= (1.25 * lb + 0.005 if dev != "cpu" else 3 * lb + 0.3))
             rows.append({"attack": name, "class": attack_class(name), "status": st, "outcome": outcome,
                          "speedup": round(speedup(t), 3), "honest_speedup": round(speedup(base), 3),
+                         "forgery": round(forgery, 3), "work": work_of(name, dev),
+                         "witnessed_over_claim": witnessed_over_claim(t) if st == "PASSED" else None,
                          "flags": sorted(fl), "honest_ok": ok, "honest_ms": [lb, la], "seconds": round(secs, 1),
                          "witness": ((ev.correctness.extra or {}) if ev.correctness else {}).get("witness")})
             why = _first_line(ev.log)[:110]
@@ -171,7 +201,8 @@ def main() -> None:
                 f"\n    honest {when}: {h.evaluation.status.value} {_first_line(h.evaluation.log)}"
                 for when, h in (("before", before), ("after", after)) if h.evaluation.status.value != "PASSED")
             rows[-1]["honest_status"] = [before.evaluation.status.value, after.evaluation.status.value]
-            print(f"{name:26s} {st:19s} {outcome:9s} x{speedup(t):<7.3g} honest {'ok' if ok else 'HARMED'} "
+            print(f"{name:26s} {st:19s} {outcome:9s} x{speedup(t):<7.3g} forgery x{forgery:<6.3g} "
+                  f"witnessed/claim {rows[-1]['witnessed_over_claim'] or '-'} honest {'ok' if ok else 'HARMED'} "
                   f"({_ms(lb)} -> {_ms(la)} ms) flags {','.join(sorted(fl))[:70]} [{secs:.1f} s]\n    {why}{harmed}", flush=True)
             if args.json:  # a call cut short by its time limit still leaves the rows it made
                 args.json.write_text(json.dumps(rows, indent=1))
@@ -185,12 +216,15 @@ def main() -> None:
 
 def print_table(rows: List[Dict[str, Any]]) -> None:
     """Attacks per class: tried, and what became of them."""
-    print(f"{'class':22s} {'tried':>5s} {'rejected':>8s} {'flagged':>7s} {'contained':>9s} {'GAIN':>5s} {'honest harmed':>13s}")
+    print(f"{'class':22s} {'tried':>5s} {'rejected':>8s} {'flagged':>7s} {'contained':>9s} {'GAIN':>5s} {'honest harmed':>13s}"
+          f" {'max forgery passed':>18s} {'max witnessed/claim passed':>26s}")
     for c in sorted({r["class"] for r in rows}) + ["all"]:
         rs = [r for r in rows if c in ("all", r["class"])]
         n = {o: sum(1 for r in rs if r["outcome"] == o) for o in ("rejected", "flagged", "contained", "GAIN")}
+        passed = [r["forgery"] for r in rs if r["outcome"] in ("contained", "GAIN") and "forgery" in r]
+        seen = [r["witnessed_over_claim"] for r in rs if r["outcome"] in ("contained", "GAIN") and r.get("witnessed_over_claim")]
         print(f"{c:22s} {len(rs):5d} {n['rejected']:8d} {n['flagged']:7d} {n['contained']:9d} {n['GAIN']:5d} "
-              f"{sum(1 for r in rs if not r['honest_ok']):13d}")
+              f"{sum(1 for r in rs if not r['honest_ok']):13d} {max(passed, default=0.0):18.3g} {max(seen, default=0.0):26.3g}")
 
 
 if __name__ == "__main__":
