@@ -106,7 +106,7 @@ def usable_traces(
     ts: TraceSet, definition: Definition, hardware: str, cfg: ApplyConfig, exclude: Set[str]
 ) -> Iterable[Trace]:
     """PASSED traces of this definition on this hardware whose solution we can build, none
-    marked suspect."""
+    marked suspect, none of another version of its solution (`TraceSet.is_stale`)."""
     allow = set(cfg.solutions) if cfg.solutions is not None else None
     for t in ts.traces_for(definition.name, hardware=hardware):
         ev = t.evaluation
@@ -120,6 +120,8 @@ def usable_traces(
         if perf is None or not (perf.latency_ms > 0 and math.isfinite(perf.latency_ms)):
             continue
         if ev.extra.get("suspect"):  # its numbers are disputed (report/best.py): never dispatched to
+            continue
+        if ts.is_stale(t):  # it measured the solution's code before an edit: not what would run
             continue
         c = ev.correctness
         if cfg.max_atol is not None and (c is None or not c.max_absolute_error <= cfg.max_atol):

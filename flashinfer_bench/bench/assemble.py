@@ -76,6 +76,13 @@ def read_capped(path: Optional[Path], limit: int) -> str:
 RUNNER_ENV_KEYS = ("start_time", "end_time", "clocks_start", "clocks_end")
 
 
+def solution_hash_of(build: Optional[Dict[str, Any]]) -> Dict[str, str]:
+    """The request's build's `solution_hash` as a trace's environment fact (none when the build
+    has none: a build result written before session 21)."""
+    h = (build or {}).get("solution_hash")
+    return {"solution_hash": h} if isinstance(h, str) and h else {}
+
+
 def environment(static: Optional[Dict[str, Any]], per_eval: Optional[Dict[str, Any]], device: str,
                 own: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """A trace's environment: `static` (what a runner reported when it started, before any

@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, Optional, Union
 
 from ..data import Definition, Solution, Trace, Workload
 from ..env import cache_path
-from .assemble import assemble_trace, environment
+from .assemble import assemble_trace, environment, solution_hash_of
 from .addressing import (  # noqa: F401  (device_slug, physical_gpu: re-exported for tests)
     WorkerUnavailable, default_worker_dir, device_slug, physical_gpu, resolve_device, worker_paths,
 )
@@ -140,7 +140,7 @@ def shutdown_worker(device: str, config: EvalConfig) -> bool:
 def _failure(request: Dict[str, Any], device: str, status: str, message: str) -> Trace:
     return assemble_trace(
         definition=request["definition"]["name"], solution=request["solution_name"], workload=request["workload"],
-        status=status, message=message, env=environment(None, None, device),
+        status=status, message=message, env=environment(None, None, device, own=solution_hash_of(request.get("build"))),
     )
 
 

@@ -74,7 +74,8 @@ def _shim_build(solution: Solution, cache_dir: Optional[Path]) -> Dict[str, Any]
     t0 = time.perf_counter()
     h = solution.content_hash()
     lang = solution.spec.language.value
-    base = {"hash": h, "language": lang, "cache_hit": False, "toolchain": {"builder": "bench-shim"}, "shim": True}
+    base = {"hash": h, "language": lang, "cache_hit": False, "toolchain": {"builder": "bench-shim"}, "shim": True,
+            "solution_hash": h}
     if lang not in _SHIM_LANGS:
         return {
             **base, "status": "SKIPPED", "artifact_dir": "",

@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from ..data import Definition, Workload
 from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
-from .assemble import assemble_trace, environment, read_capped
+from .assemble import assemble_trace, environment, read_capped, solution_hash_of
 from .config import EvalConfig
 from .protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, MessageTooLarge, MessageUnreadable, recv_msg, send_msg
 from .runner_zygote import ForkedRunner, ZygoteClient
@@ -449,7 +449,8 @@ class Supervisor:
             extra["supervisor_s"] = {k: round(v, 5) for k, v in marks.items()}
             t = assemble_trace(
                 **common, status=status, message=message, output_log=output,
-                env=environment(static, per_eval, self.device, own={"seed": seed, **facts}),
+                env=environment(static, per_eval, self.device,
+                                own={"seed": seed, **solution_hash_of(build), **facts}),
                 correctness=(result or {}).get("correctness"), performance=(result or {}).get("performance"),
                 extra=extra,
             )

@@ -9,6 +9,8 @@ rebuilds at once.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import logging
 import os
@@ -58,7 +60,19 @@ def build(
 
     A cache hit reads one manifest.json (milliseconds, no torch import). Otherwise the build runs
     under the hash's file lock, so concurrent callers build once and the others get the hit.
+    Every outcome carries the solution's content hash (`solution_hash`).
     """
+    return dataclasses.replace(_build(solution, definition, cache_dir, timeout_s=timeout_s),
+                               solution_hash=solution.content_hash())
+
+
+def _build(
+    solution: Solution,
+    definition: Definition,
+    cache_dir: Optional[Path] = None,
+    *,
+    timeout_s: Optional[float] = None,
+) -> BuildResult:
     t0 = time.perf_counter()
     cache = ArtifactCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
     language = solution.spec.language.value

@@ -35,6 +35,10 @@ class BuildResult:
     toolchain: Dict[str, Any] = field(default_factory=dict)
     message: str = ""
     loadable_here: bool = True
+    # the solution's content hash (Solution.content_hash: sources, entry point, spec; not its name):
+    # the worker writes it into each trace, so a trace says which version of the solution it
+    # measured (an artifact is shared by solutions of equal content, its `hash` by the toolchain)
+    solution_hash: str = ""
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

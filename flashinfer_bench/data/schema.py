@@ -259,6 +259,10 @@ _ENVIRONMENT = {
         "peaks_error": {**_OPT_STR, "description": "Our extension: why the device's peaks could not be measured."},
         "cpu_count": {**_OPT_INT, "description": "Our extension (CPU runs): logical CPUs of the machine."},
         "torch_threads": {**_OPT_INT, "description": "Our extension (CPU runs): torch's intra-op threads."},
+        "solution_hash": {**_OPT_STR, "description": (
+            "Our extension: the content hash (sha256) of the solution version this trace measured "
+            "(Solution.content_hash: sources, entry point, spec; not its name). A trace whose hash differs "
+            "from the solution's current content is stale: kept, never ranked.")},
     },
 }
 

@@ -66,7 +66,7 @@ class Environment(BaseModel):
         "device", "device_index", "gpu_uuid", "sm_count", "l2_bytes", "clocks_start",
         "clocks_end", "hostname", "seed", "start_time", "end_time", "worker_pid", "sandbox",
         "cpu_count", "torch_threads", "memory_bytes", "compute_capability", "clocks_at_worker_start",
-        "peaks_error",
+        "peaks_error", "solution_hash",
     })
 
 

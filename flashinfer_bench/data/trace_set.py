@@ -70,6 +70,7 @@ class TraceSet:
         # where each entity was read from: ("definition"|"solution", name) -> file
         self.files: Dict[Tuple[str, str], Path] = {}
         self._solution_by_name: Dict[str, Solution] = {}
+        self._content_hashes: Dict[str, Tuple[Solution, str]] = {}  # name -> (solution, its content hash)
         self._claims = NameClaims()  # solution names two files claimed are neither's
         # id(entity) -> (entity, file, line, field prefix): where each loaded entity came from,
         # so `validate` can name the file and line of a problem found after loading
@@ -276,6 +277,23 @@ class TraceSet:
     def all_traces(self) -> List[Trace]:
         return [t for ts in self.traces.values() for t in ts]
 
+    def is_stale(self, t: Trace) -> bool:
+        """Whether `t` measured another version of its solution than the one this set holds: its
+        environment's `solution_hash` (written by the worker since session 21) differs from the
+        solution's content hash. A trace without one, or of a solution not in the set, is not
+        stale (nothing to compare). Stale results are kept (history) but never ranked: the report
+        and apply() skip them, as `best_*` here do."""
+        h = (t.evaluation.environment.model_extra or {}).get("solution_hash") if t.evaluation is not None else None
+        if not isinstance(h, str) or not h or t.solution is None:
+            return False
+        s = self._solution_by_name.get(t.solution)
+        if s is None:
+            return False
+        held = self._content_hashes.get(s.name)
+        if held is None or held[0] is not s:
+            held = self._content_hashes[s.name] = (s, s.content_hash())
+        return held[1] != h
+
     def hardware(self) -> List[str]:
         return sorted({t.evaluation.environment.hardware for t in self.all_traces() if t.evaluation})
 
@@ -289,17 +307,18 @@ class TraceSet:
         return lat if lat is not None and math.isfinite(lat) and lat > 0 else math.inf
 
     def best_trace(self, definition: str, workload_uuid: str, hardware: Optional[str] = None) -> Optional[Trace]:
-        """Fastest PASSED trace for one workload (on one hardware when given)."""
+        """Fastest PASSED trace for one workload (on one hardware when given), of the solutions'
+        current versions (`is_stale`)."""
         cands = [t for t in self.traces_for(definition, hardware=hardware) if t.workload.uuid == workload_uuid]
-        cands = [t for t in cands if math.isfinite(self._passed_latency(t))]
+        cands = [t for t in cands if math.isfinite(self._passed_latency(t)) and not self.is_stale(t)]
         return min(cands, key=self._passed_latency, default=None)
 
     def best_traces(self, definition: str, hardware: Optional[str] = None) -> Dict[Tuple[str, str], Trace]:
-        """Fastest PASSED trace per (workload uuid, hardware)."""
+        """Fastest PASSED trace per (workload uuid, hardware), of the solutions' current versions."""
         best: Dict[Tuple[str, str], Trace] = {}
         for t in self.traces_for(definition, hardware=hardware):
             lat = self._passed_latency(t)
-            if not math.isfinite(lat):
+            if not math.isfinite(lat) or self.is_stale(t):
                 continue
             k = (t.workload.uuid, t.evaluation.environment.hardware)
             if k not in best or lat < self._passed_latency(best[k]):
@@ -313,7 +332,7 @@ class TraceSet:
             return None
 
         def geomean(sol: Optional[str]) -> float:
-            lats = [self._passed_latency(t) for t in self.traces_for(definition, sol, hardware)]
+            lats = [self._passed_latency(t) for t in self.traces_for(definition, sol, hardware) if not self.is_stale(t)]
             lats = [x for x in lats if math.isfinite(x)]
             return math.exp(sum(math.log(x) for x in lats) / len(lats)) if lats else math.inf
 

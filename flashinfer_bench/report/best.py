@@ -11,7 +11,8 @@ named, but nothing says the difference is real.
 A suspect trace (the supervisor's witness disputed its timing, its latency is below the physical
 floor, it patched torch or the reference's time, it left work running) never wins: a solution that
 forged its numbers would otherwise top the table it forged them for. It stays in the per-trace
-tables with its flags.
+tables with its flags. Nor does a stale trace (it measured a version of its solution other than
+the one in the dataset: `TraceSet.is_stale`).
 """
 from __future__ import annotations
 
@@ -84,6 +85,8 @@ def _flags(r: pd.Series) -> str:
         out.append("noisy")
     if r.get("suspect") and "suspect" not in out:
         out.append("suspect")
+    if r.get("stale"):
+        out.append("stale: measured another version of the solution")
     if _fin(r.get("pct_of_peak_bw", math.nan)) and r["pct_of_peak_bw"] > 100:
         out.append("above peak bandwidth")
     if not r.get("solution_known", True):
@@ -100,8 +103,8 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
     groups: Dict[tuple, List[Dict[str, Any]]] = {}
     cols = ["definition", "hardware", "workload", "workload_label", "batch", "solution", "author", "status", "timed",
             "latency_ms", "latency_ms_p10", "latency_ms_p90", "iqr_ms", "rel_iqr", "samples", "speedup",
-            "speedup_vs_baseline", "max_abs_error", "max_rel_error", "flags", "noisy", "suspect", "pct_of_peak_bw",
-            "solution_known"]
+            "speedup_vs_baseline", "max_abs_error", "max_rel_error", "flags", "noisy", "suspect", "stale",
+            "pct_of_peak_bw", "solution_known"]
     for r in rows_of(df, cols):
         groups.setdefault((r["definition"], r["hardware"], r["workload"]), []).append(r)
     template = dict.fromkeys(BEST_COLUMNS, math.nan)
@@ -111,9 +114,10 @@ def best_table(df: pd.DataFrame) -> pd.DataFrame:
         base.update(definition=d, hardware=hw, workload=wl, workload_label=first["workload_label"],
                     batch=first["batch"], winner="", author="", spread="", runner_up="",
                     tie_with="", flags="", candidates=len(g))
-        ok = sorted((r for r in g if r["timed"] and not r["suspect"]), key=_latency_key)  # stable, NaN last
+        ok = sorted((r for r in g if r["timed"] and not r["suspect"] and not r["stale"]), key=_latency_key)  # stable, NaN last
         if not ok:
-            statuses = ", ".join(f"{r['solution']} {r['status']}{' (suspect)' if r['timed'] else ''}" for r in g)
+            statuses = ", ".join(f"{r['solution']} {r['status']}"
+                                 f"{(' (stale)' if r['stale'] else ' (suspect)') if r['timed'] else ''}" for r in g)
             base.update(verdict=NONE, flags=statuses)
             rows.append(base)
             continue

@@ -25,7 +25,7 @@ COLUMNS = [
     "batch_axis", "batch", "axes", "status", "passed", "timed", "latency_ms",
     "reference_latency_ms", "speedup", "speedup_vs_baseline", "max_abs_error", "max_rel_error",
     "latency_ms_p10", "latency_ms_p90", "iqr_ms", "rel_iqr", "samples", "noisy", "suspect",
-    "flags", "bytes", "flops", "achieved_gbps", "achieved_tflops", "peak_gbps", "peak_tflops",
+    "stale", "flags", "bytes", "flops", "achieved_gbps", "achieved_tflops", "peak_gbps", "peak_tflops",
     "peak_source", "pct_of_peak_bw", "pct_of_peak_flops", "timestamp", "log", "environment",
 ]
 
@@ -159,6 +159,7 @@ def _row(ts: TraceSet, t: Trace, cache: Optional[dict] = None) -> Dict[str, Any]
         "samples": num(extra.get("samples")),
         "noisy": bool(extra.get("noisy")) or "noisy" in flags,
         "suspect": bool(extra.get("suspect")),
+        "stale": ts.is_stale(t),  # measured another version of its solution (TraceSet.is_stale)
         "flags": ", ".join(str(x) for x in flags),
         "bytes": b,
         "flops": f,
@@ -202,7 +203,7 @@ def _fill_roofline(rows: List[Dict[str, Any]]) -> None:
 
 def _fill_baseline(df: pd.DataFrame) -> None:
     """speedup_vs_baseline = fastest correct `baseline`-author latency / this latency, per workload."""
-    base = df[df["is_baseline"] & df["timed"]]
+    base = df[df["is_baseline"] & df["timed"] & ~df["stale"]]
     if base.empty:
         return
     best = base.groupby(["definition", "hardware", "workload"])["latency_ms"].min()

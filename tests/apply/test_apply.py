@@ -365,3 +365,28 @@ def test_never_routed_to_a_solution_not_faster_than_the_reference(tmp_path: Path
     # 0.1.2's behaviour on request: any PASSED solution may win
     with fb.enable_apply(ds, _cfg(cache, require_speedup=False)):
         assert dispatch_table()[DEF["name"]][(8,)] == "norm_b"
+
+
+def test_a_trace_of_an_edited_solution_is_never_dispatched_to(tmp_path: Path, cache: Path) -> None:
+    """A trace records the content hash of the solution it measured (`solution_hash`); once the
+    solution's file is edited, its old traces are stale: the fastest of them is not what would
+    run, so apply() dispatches by the current versions' traces only."""
+    from flashinfer_bench.data import Solution
+
+    from .helpers import solution
+
+    def measured(sol: str, latency_ms: float, version: str) -> dict:
+        t = trace(sol, 1, latency_ms)
+        t["evaluation"]["environment"]["solution_hash"] = version
+        return t
+
+    current_a = Solution.model_validate(solution("norm_a")).content_hash()
+    current_b = Solution.model_validate(solution("norm_b")).content_hash()
+    old = write_dataset(tmp_path / "old", ["norm_a", "norm_b"],
+                        [measured("norm_a", 0.0001, "0" * 64), measured("norm_b", 0.01, current_b)])
+    with fb.enable_apply(old, _cfg(cache)):
+        assert dispatch_table() == {DEF["name"]: {(1,): "norm_b"}}
+    same = write_dataset(tmp_path / "same", ["norm_a", "norm_b"],
+                         [measured("norm_a", 0.0001, current_a), measured("norm_b", 0.01, current_b)])
+    with fb.enable_apply(same, _cfg(cache)):
+        assert dispatch_table() == {DEF["name"]: {(1,): "norm_a"}}

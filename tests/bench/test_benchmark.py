@@ -117,3 +117,32 @@ def test_run_all_does_not_run_a_solution_validate_rejects(dataset: Path, cpu_con
     assert "syntax error" in bench.problems[0].message
     with pytest.raises(ValueError, match="syntax error"):
         bench.run_solution("api_dps")
+
+
+def test_a_trace_names_the_version_it_measured_and_an_edit_makes_it_stale(dataset: Path, cpu_config) -> None:
+    """Each trace records its solution's content hash; after the solution's file is edited (not
+    re-run), its traces are stale: kept and shown, never ranked (TraceSet's best, the report's
+    best table), while the other solution's stay current."""
+    from flashinfer_bench.report import best_table, traces_frame
+
+    ts = TraceSet.from_path(dataset)
+    new = Benchmark(ts, _config(cpu_config)).run_all()
+    assert {t.evaluation.status.value for t in new} == {"PASSED"}, [t.evaluation.log for t in new]
+    for t in new:
+        env = t.evaluation.environment.model_dump()
+        assert env["solution_hash"] == ts.get_solution(t.solution).content_hash()
+        assert not ts.is_stale(t)
+    # the user edits api_vr (a comment is enough: its content is another version now)
+    sol_file = next(dataset.glob("solutions/**/api_vr.json"))
+    sol = json.loads(sol_file.read_text())
+    sol["sources"][0]["content"] += "\n# tuned\n"
+    sol_file.write_text(json.dumps(sol))
+    edited = TraceSet.from_path(dataset)
+    stale = {t.solution: edited.is_stale(t) for t in edited.traces_for("rmsnorm_bench_api")}
+    assert stale == {"api_vr": True, "api_dps": False}
+    for wl in ("api_b4", "api_b16"):
+        assert edited.best_trace("rmsnorm_bench_api", wl).solution == "api_dps"
+    df = traces_frame(edited)
+    assert set(df[df["stale"]]["solution"]) == {"api_vr"}
+    best = best_table(df)
+    assert set(best["winner"]) == {"api_dps"}, best[["winner", "flags"]]

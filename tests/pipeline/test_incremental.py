@@ -92,11 +92,18 @@ def _edit_solution(work: Path, name: str, **changes):
 def test_source_edit_reruns_only_that_solution(tmp_path, first_run):
     work = _fresh(tmp_path, first_run)
     _edit_solution(work, "torch_value", source=TORCH_VALUE + "\n# faster now\n")
+    # until the pipeline runs again, the edited solution's traces measured its old version
+    before = TraceSet.from_path(work / "dataset")
+    assert {t.solution for t in before.all_traces() if before.is_stale(t)} == {"torch_value"}
     r = run_pipeline(work)
     assert r.rc == 0, r.output[-3000:]
     assert [j["solution"] for j in r.ran("compile")] == ["torch_value"]
     assert {j["solution"] for j in r.ran("benchmark")} == {"torch_value"}
     assert r.count("benchmark") == 3
+    # every trace names the version it measured (the thin client's door: the build's hash)
+    after = TraceSet.from_path(work / "dataset")
+    for t in after.all_traces():
+        assert t.evaluation.environment.model_dump().get("solution_hash") == after.get_solution(t.solution).content_hash()
 
 
 def test_description_edit_reruns_no_benchmark(tmp_path, first_run):
