@@ -226,13 +226,17 @@ def stepped_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield stepped
 
 
-def test_a_stepped_round_defeats_batching_the_witnessed_calls(stepped_lab: Lab) -> None:
+@pytest.mark.parametrize("attack", ["batch_in_call", "batch_in_costly_call"])
+def test_a_stepped_round_defeats_batching_the_witnessed_calls(stepped_lab: Lab, attack: str) -> None:
     """`batch_in_call` reads a round's inputs from the harness's frame in its first witnessed call
-    and computes the round in one batch: witnessed at its batch throughput, PASSED at 22x with one
-    hand-over (open at the defaults: docs/security.md). Handed over call by call, the later
-    calls' inputs are still zeros when it batches them: witness_wrong; the honest solution passes."""
+    and computes the round in one batch: witnessed at its batch throughput, PASSED at 22x in about
+    1 run of 5 with one hand-over; `batch_in_costly_call` does it to a round of costly calls (COST
+    RMSNorms each, its claim forged 8x) and PASSED 3 of 3 at 8.8-9.1x, also where only rounds of
+    few calls were stepped (its forged claim bought it a round of 34). Both open at the defaults
+    (docs/security.md). Handed over call by call, the later calls' inputs are still zeros when it
+    batches them: witness_wrong; the honest solution passes."""
     baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
-    _assert_stopped(stepped_lab, "batch_in_call", "witness_wrong", baseline, small)
+    _assert_stopped(stepped_lab, attack, "witness_wrong", baseline, small)
 
 
 def test_a_stepped_round_checks_the_outputs_that_existed_when_each_call_returned(stepped_lab: Lab) -> None:
