@@ -152,7 +152,7 @@ def main(argv: Optional[list] = None) -> int:
                 elif kind == "witness_check":
                     t_check = time.perf_counter()
                     result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
-                                           places=msg.get("places"))
+                                           places=msg.get("places"), previous=msg.get("previous"))
                     result["ms"] = round((time.perf_counter() - t_check) * 1e3, 3)  # its own time (the table's)
                 elif kind == "witness_graph_stage":
                     result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))

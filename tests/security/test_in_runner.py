@@ -227,16 +227,28 @@ def stepped_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 @pytest.mark.parametrize("attack", ["batch_in_call", "batch_in_costly_call"])
-def test_a_stepped_round_defeats_batching_the_witnessed_calls(stepped_lab: Lab, attack: str) -> None:
+def test_chained_calls_defeat_batching_the_witnessed_calls(lab: Lab, baseline: Trace, small_baseline: Trace,
+                                                           attack: str) -> None:
     """`batch_in_call` reads a round's inputs from the harness's frame in its first witnessed call
     and computes the round in one batch: witnessed at its batch throughput, PASSED at 22x in about
-    1 run of 5 with one hand-over; `batch_in_costly_call` does it to a round of costly calls (COST
-    RMSNorms each, its claim forged 8x) and PASSED 3 of 3 at 8.8-9.1x, also where only rounds of
-    few calls were stepped (its forged claim bought it a round of 34). Both open at the defaults
-    (docs/security.md). Handed over call by call, the later calls' inputs are still zeros when it
-    batches them: witness_wrong; the honest solution passes."""
-    baseline, small = _good(stepped_lab), _good(stepped_lab, SMALL)
-    _assert_stopped(stepped_lab, attack, "witness_wrong", baseline, small)
+    1 run of 5; `batch_in_costly_call` does it to a round of costly calls (COST RMSNorms each, its
+    claim forged 8x) and PASSED 3 of 3 at 8.8-9.1x (session 21). A round's calls are chained now
+    (each call's input moved by the previous call's outputs, `witness._chained`): the inputs it
+    batched are not the ones its calls get, so it computes each call as it comes and its forged
+    claim is disputed; the honest solution passes."""
+    _assert_stopped(lab, attack, "timing_disputed", baseline, small_baseline)
+
+
+@pytest.mark.parametrize("attack", ["batch_in_call", "batch_in_costly_call"])
+def test_a_stepped_round_defeats_batching_the_witnessed_calls(stepped_lab: Lab, attack: str) -> None:
+    """Stepped (the inputs handed over call by call, FIB_WITNESS_STEPPED=on) and chained, the
+    batching attacks gain nothing either: the later calls' inputs are zeros when they batch them
+    (witness_wrong), or their batch is not what their calls get (timing_disputed)."""
+    small = _good(stepped_lab, SMALL)
+    t = stepped_lab.run(attack, workload=WL, COST=COST)
+    assert t.evaluation.status.value != "PASSED", (attack, t.evaluation.log[-1500:])
+    assert "witness_wrong" in t.evaluation.log or "timing_disputed" in t.evaluation.log, t.evaluation.log[-1500:]
+    _assert_honest_unaffected(stepped_lab, small)
 
 
 def test_a_stepped_round_checks_the_outputs_that_existed_when_each_call_returned(stepped_lab: Lab) -> None:
