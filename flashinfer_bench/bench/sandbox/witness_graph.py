@@ -87,8 +87,12 @@ NOISE_MS = float(os.environ.get("FIB_WITNESS_GRAPH_NOISE_MS", "0.25"))
 # ... or this share of the null round, where the harness's own passes fill most of it (outputs of
 # MiBs a call: hashed and stored, several passes over them beside the kernel's one): on the H100 an
 # honest 42 us RMSNorm of 64 MiB outputs, 16 calls a round over a 5.7 ms null, replayed 0.4 ms slower
-# in the solution's runner than in the reference runner (and than in one process)
-NOISE_SHARE = 0.08
+# in the solution's runner than in the reference runner (and than in one process). It is also what
+# a forgery fits in where the harness's draws and hashes dwarf the kernel: on the H200 (session 21)
+# a 5.85 us RMSNorm with ~20 us of harness a call got 1.64 us of it, and a third of its claim passed
+# the bound (`cold_null`, flagged only by its thread); FIB_WITNESS_GRAPH_NOISE_SHARE sets it, for
+# measuring honest rounds against a tighter share on a GPU
+NOISE_SHARE = float(os.environ.get("FIB_WITNESS_GRAPH_NOISE_SHARE", "0.08"))
 # the eager round (calls no CUDA graph can hold: a host synchronisation, a data-dependent shape):
 # the solution's Python runs inside the clock, call by call, so its host time and its jitter are
 # in the estimate as they are in the claim's window; allowed for: 1.5x, 20 us a call, 0.5 ms a round
