@@ -144,11 +144,12 @@ def main(argv: Optional[list] = None) -> int:
             try:
                 if kind == "witness_inputs":
                     result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
-                                            ahead=int(msg.get("ahead", 0)))
+                                            ahead=int(msg.get("ahead", 0)), chain=bool(msg.get("chain")))
                 elif kind == "witness_prepare":
                     result = witness.prepare(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":
-                    result = witness.run(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None)
+                    result = witness.run(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None,
+                                         chain=bool(msg.get("chain")))
                 elif kind == "witness_check":
                     t_check = time.perf_counter()
                     result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),

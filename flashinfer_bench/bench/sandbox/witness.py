@@ -568,7 +568,8 @@ def _folder(name: str) -> str:
     return os.path.join(_scratch(), name)
 
 
-def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, ahead: int = 0) -> Dict[str, Any]:
+def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, ahead: int = 0,
+           chain: bool = False) -> Dict[str, Any]:
     """Reference runner: `k` input sets from `seed`, saved into `folder` of its scratch, and the
     reference's outputs on them, kept for the check (which then only compares). The supervisor
     asks for the first round's while the solution's runner evaluates (`prestage`): then neither
@@ -589,7 +590,7 @@ def inputs(state: Any, request: Dict[str, Any], seed: int, k: int, folder: str, 
         answered = min(ahead, CHECKED_CPU)
     else:
         answered = k if k <= CHECKED_CPU else 0  # on the path: only when every call is checked
-    if k > 1 and _chain_index(ev, made[0]) is not None:
+    if chain and k > 1 and _chain_index(ev, made[0]) is not None:
         answered = min(answered, 1)  # a chained call's inputs depend on the call before's outputs
     refs = reference_outputs(state, ev, made[:answered]) if answered else None
     state._witness_made = (seed, made, saved, refs)  # only files leave this process
@@ -666,12 +667,14 @@ def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
 def _chain_index(ev: Any, args: List[Any]) -> Optional[int]:
     """The input a CPU round's chain perturbs (see CHAIN_SCALE): the first drawn afresh per call
     (`random_input_mask`: no constraint or structure depends on its values) in a float dtype;
-    None where there is none (a round of such calls is not chained) or off the CPU."""
+    None where there is none (a round of such calls is not chained) or off the CPU. Whether a
+    round is chained at all is the supervisor's (`chain` in its messages: a runner's environment
+    holds no FIB_WITNESS_* setting)."""
     import torch
 
     from ..inputs import random_input_mask
 
-    if ev.device.type != "cpu" or not chain_enabled():
+    if ev.device.type != "cpu":
         return None
     mask = random_input_mask(ev.definition, ev.workload, ev.specs)
     for j, (a, m) in enumerate(zip(args, mask)):
@@ -705,7 +708,8 @@ _STEP = struct.Struct(">I")  # a stepped round's go: the call's number, raw
 _END = struct.Struct(">Q")  # a stepped round's answer: where the call's outputs end in the outputs file, raw
 
 
-def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock: Any = None) -> Dict[str, Any]:
+def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock: Any = None,
+        chain: bool = False) -> Dict[str, Any]:
     """Timed by the supervisor: one call per input set of `folder`, every output saved there
     (the null mode of `prepare`: the zero outputs, no call). On a GPU the calls are enqueued back
     to back and the device synchronised once, after the last: a call then costs the supervisor's
@@ -738,13 +742,13 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
         per_call_sync = ev.device.type != "cuda"
         loaded = _load_all(saved_inputs, d, ev.device)
         steps = _StepWriter(os.path.join(d, "outputs.bin")) if sock is not None else None
-        chain = _chain_index(ev, loaded[0]) if len(loaded) > 1 else None
+        chained = _chain_index(ev, loaded[0]) if chain and len(loaded) > 1 else None
         t1 = clock()
         for i, args in enumerate(loaded):
             if sock is not None:  # stepped (CPU): call i's inputs exist only once the supervisor says go
                 _await_go(sock, i)
-            if chain is not None and i > 0:  # call i's inputs exist only once call i-1 returned
-                args = _chained(args, chain, results[-1])
+            if chained is not None and i > 0:  # call i's inputs exist only once call i-1 returned
+                args = _chained(args, chained, results[-1])
             if runnable is None:
                 outs = zeros
             else:
@@ -1487,7 +1491,7 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
         return  # the round makes its inputs itself (and says why not, if it cannot either)
     seed = int.from_bytes(os.urandom(8), "big") >> 2
     pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
-                          "ahead": _answers_ahead(request, predicted, k),
+                          "ahead": _answers_ahead(request, predicted, k), "chain": device == "cpu" and chain_enabled(),
                           "folder": folder.name}, seed, folder, timeout)
     if not pre.sent:
         folder.remove()
@@ -1564,6 +1568,7 @@ class _Witness:
         # 20x forgery of a cheap call pass once in 4 runs of tests/security (session 19)
         self.stepped = cpu and device == "cpu" and k >= PAIRED_PASSES_MIN_CALLS and \
             os.environ.get("FIB_WITNESS_STEPPED", "off").strip().lower() == "on"
+        self.chained = device == "cpu" and k > 1 and chain_enabled()  # see CHAIN_SCALE
         self.request = request
         self.ref_request = _ref_request(request)
         self.out_bytes = outputs_extent(request, k)  # what a round's outputs file takes (CPU: made before it)
@@ -1639,7 +1644,8 @@ class _Witness:
         try:
             if made is None:
                 made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
-                                                               "seed": seed, "k": self.k, "folder": fr.name})
+                                                               "seed": seed, "k": self.k, "folder": fr.name,
+                                                               "chain": self.chained})
                 if made is None or made.get("status") != "OK":
                     raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
@@ -1656,7 +1662,8 @@ class _Witness:
                 hand_out = lambda: self._part("hand_out", fs.copy_file, "outputs.bin", fr, self.max_bytes)  # noqa: E731
             try:
                 res, ms, why = self._timed(
-                    "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name, "stepped": self.stepped},
+                    "calls", self.r, {"type": "witness", "inputs": made["inputs"], "folder": fs.name, "stepped": self.stepped,
+                                      "chain": self.chained},
                     cpu=self.cpu, before_send=hand_in,
                     during=(lambda: steps[0].run(self.r, self.timeout)) if self.stepped else None, after_reply=hand_out)
             finally:
@@ -1688,7 +1695,8 @@ class _Witness:
                                                              "seed": seed, "calls": [calls[i] for i in picked],
                                                              "places": picked, "folder": fr.name,
                                                              # what a chained call's inputs were moved by
-                                                             "previous": [calls[i - 1] if i > 0 else None for i in picked]})
+                                                             "previous": [calls[i - 1] if i > 0 else None for i in picked]
+                                                             if self.chained else None})
             if verdict is None or verdict.get("status") != "OK":
                 # what it checks is the solution's (its outputs and their description): a check
                 # that fails leaves the claim unverified, never trusted (`witness_check_overflow`)
@@ -1723,7 +1731,7 @@ class _Witness:
         try:
             made, _, _ = self._timed("calibration", self.rr, {
                 "type": "witness_inputs", "request": self.ref_request, "seed": int.from_bytes(os.urandom(8), "big") >> 2,
-                "k": self.k, "folder": fr.name})
+                "k": self.k, "folder": fr.name, "chain": self.chained})
             if made is None or made.get("status") != "OK":
                 return None
             with supervise.held(self.r.proc.pid):
@@ -1760,7 +1768,7 @@ class _Witness:
             self._part(part, fr.make_room, "outputs.bin", min(self.out_bytes, self.max_bytes))
         steps = _Steps(-1, -1, inputs, -1, self.out_limit)
         res, ms, _ = self._timed(part, self.rr, {"type": "witness", "inputs": inputs, "folder": fr.name,
-                                                 "stepped": self.stepped}, cpu=self.cpu,
+                                                 "stepped": self.stepped, "chain": self.chained}, cpu=self.cpu,
                                  during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
         return (res if res is not None and res.get("status") == "OK" else None), ms
 
