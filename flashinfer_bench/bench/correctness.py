@@ -225,8 +225,10 @@ def check_structure(
     shapes: Dict[str, Optional[Tuple[int, ...]]],
     device: torch.device,
 ) -> Optional[StructureProblem]:
-    """Type, device, shape and dtype of every output; the first problem in upstream's order."""
+    """Count, type, device, shape and dtype of every output; the first problem in upstream's order."""
     names = list(definition.outputs)
+    if len(outputs) != len(names):  # a pairing by zip would check none of a missing output
+        return StructureProblem("INCORRECT_SHAPE", f"{len(outputs)} output(s), the definition has {len(names)}")
     for name, o in zip(names, outputs):
         if type(o) is not torch.Tensor:
             if isinstance(o, torch.Tensor):

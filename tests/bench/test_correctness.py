@@ -69,6 +69,11 @@ def test_structure_order_and_lazy_outputs() -> None:
 
     lazy = torch.empty(4, 256, dtype=torch.float16).as_subclass(Lazy)
     assert check_structure([lazy], d, shapes, cpu).status == "RUNTIME_ERROR"
+    # a row with fewer outputs than the definition's (a witness call described as none) is checked
+    # on nothing by a pairing with zip: it is a structure problem (session 21, `chain_empty_rows`)
+    assert check_structure([], d, shapes, cpu).status == "INCORRECT_SHAPE"
+    two = [torch.empty(4, 256, dtype=torch.float16)] * 2
+    assert "2 output(s)" in check_structure(two, d, shapes, cpu).message
     items, prob = normalize_outputs((1, 2), ["out"])
     assert items is None and prob.status == "INCORRECT_SHAPE"
     items, prob = normalize_outputs({"out": 5}, ["out"])

@@ -156,8 +156,8 @@ CLEAR_AFTER = 3
 CLEAR_FACTOR = 2.0
 # CPU: at most this many of a round's calls are checked, drawn after the calls returned
 CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
-# CPU: a round's calls are chained: before call i+1 the harness adds CHAIN_SCALE x the sine of call
-# i's first output (NaN as 0, tiled to the input's size) to call i+1's first input that is
+# CPU: a round's calls are chained: before call i+1 the harness adds CHAIN_SCALE x sin(CHAIN_GAIN x
+# call i's first output) (NaN as 0, tiled to the input's size) to call i+1's first input that is
 # drawn afresh per call in a float dtype (`_chain_index`), so no call's inputs exist before the call
 # before it has returned and a round cannot be made in one batch. All of a round's inputs were in
 # its scratch before its first call: `batch_in_call` (cheap calls) PASSED at 22x in ~1 run of 5,
@@ -167,6 +167,7 @@ CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
 # calibration chain their own outputs the same way (the same work), the reference runner rebuilds
 # a checked call's inputs from the previous call's saved outputs. FIB_WITNESS_CHAIN=off: unchained
 CHAIN_SCALE = 0.5
+CHAIN_GAIN = 1024.0
 _CHAIN_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -685,8 +686,8 @@ def _chain_index(ev: Any, args: List[Any]) -> Optional[int]:
 
 def _chained(args: List[Any], j: int, previous: List[Any]) -> List[Any]:
     """Call i+1's inputs `args` with input `j` moved by call i's outputs `previous` (a new tensor:
-    the mapped input stays as drawn): CHAIN_SCALE x the sine of the first output tensor, read as
-    float32 (NaN and infinities as 0), tiled to the input's size. The same operations whatever the
+    the mapped input stays as drawn): CHAIN_SCALE x sin(CHAIN_GAIN x the first output tensor), read
+    as float32 (NaN and infinities as 0), tiled to the input's size. The same operations whatever the
     outputs hold, so the null (zero outputs) costs what a solution's round does."""
     import torch
 
@@ -695,7 +696,11 @@ def _chained(args: List[Any], j: int, previous: List[Any]) -> List[Any]:
     first = next((o for o in previous if isinstance(o, torch.Tensor) and o.numel() > 0), None)
     if first is not None:
         m = first.detach().reshape(-1).to(device=x.device, dtype=torch.float32, copy=True)
-        m.sin_().nan_to_num_(0.0, 0.0, 0.0)  # bounded, and never saturated: outputs all over 1 still vary
+        # bounded, never saturated (outputs all over 1 still vary), and sensitive to an output's low
+        # bits: with sin(o) the chain was a contraction that a batcher could solve in ~10-15
+        # batched sweeps (`chain_fixed_point`, session 21); 1024 x o turns an fp16 output's last bit
+        # into ~1 radian
+        m.mul_(CHAIN_GAIN).sin_().nan_to_num_(0.0, 0.0, 0.0)
         if m.numel() < flat.numel():
             m = m.repeat((flat.numel() + m.numel() - 1) // m.numel())
         flat.add_(m[:flat.numel()], alpha=CHAIN_SCALE)
@@ -719,6 +724,8 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
     H100 (6-22 of 90 anchor evaluations). Nothing the solution enqueued can finish later than the
     one synchronisation, which precedes the outputs being saved."""
     import gc
+
+    import torch
 
     from ..evaluate import _sync
     from ..inputs import allocate_outputs
@@ -754,9 +761,15 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
             else:
                 outs = allocate_outputs(ev.definition, ev.axes, ev.device) if dps else []
                 outs = ev._call_solution(runnable, args, outs)
+                # plain tensors only: a subclass's __torch_function__ would run the solution's code
+                # inside the harness's chain and save (`chain_subclass_empty` emptied the outputs'
+                # description from there, session 21)
+                odd = next((type(o) for o in outs if type(o) is not torch.Tensor), None)
+                if odd is not None:
+                    raise RuntimeError(f"an output is a {odd.__module__}.{odd.__name__}, not a plain torch.Tensor")
             if per_call_sync:
                 _sync(ev.device)
-            results.append(list(outs))
+            results.append(tuple(outs))  # a row the solution's code cannot empty (`chain_empty_rows`)
             if steps is not None:  # the call's outputs into the file, then where they end
                 sock.sendall(_END.pack(steps.add(results[-1])))
         t2 = clock()
@@ -1679,6 +1692,12 @@ class _Witness:
             self.runner_parts["solution"] = res.get("parts_ms")
             if not all(isinstance(row, list) for row in calls):  # the solution's runner's description
                 self.bad.append("outputs not readable: not a list of outputs per call")
+                return
+            n_out = len((self.request.get("definition") or {}).get("outputs") or {})
+            short = [i for i, row in enumerate(calls) if len(row) != n_out]
+            if short:  # a call described with fewer outputs is checked on none (`chain_empty_rows`)
+                self.bad.append(f"outputs not readable: call(s) {short[:5]} describe other than the definition's "
+                                f"{n_out} output(s)")
                 return
             names = {str(e.get("file")) for row in calls for e in row if isinstance(e, dict) and "file" in e}
             if res.get("late_error") or not names <= {"outputs.bin"}:
