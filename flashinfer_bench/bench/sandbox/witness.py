@@ -156,9 +156,9 @@ CLEAR_AFTER = 3
 CLEAR_FACTOR = 2.0
 # CPU: at most this many of a round's calls are checked, drawn after the calls returned
 CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
-# CPU: a round's calls are chained: before call i+1 the harness adds CHAIN_SCALE x sin(CHAIN_GAIN x
-# call i's first output) (NaN as 0, tiled to the input's size) to call i+1's first input that is
-# drawn afresh per call in a float dtype (`_chain_index`), so no call's inputs exist before the call
+# CPU: a round's calls are chained: before call i+1 the harness flips low mantissa bits of call
+# i+1's first input that is drawn afresh per call in a float dtype (`_chain_index`) by the bytes of
+# call i's first output (`_chained`), so no call's inputs exist before the call
 # before it has returned and a round cannot be made in one batch. All of a round's inputs were in
 # its scratch before its first call: `batch_in_call` (cheap calls) PASSED at 22x in ~1 run of 5,
 # `batch_in_costly_call` (a round of costly calls made as one, its claim forged 8x) 3 of 3 at
@@ -166,8 +166,6 @@ CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
 # each call with cold caches, which disputed an honest 11 us call under load. The null and the
 # calibration chain their own outputs the same way (the same work), the reference runner rebuilds
 # a checked call's inputs from the previous call's saved outputs. FIB_WITNESS_CHAIN=off: unchained
-CHAIN_SCALE = 0.5
-CHAIN_GAIN = 1024.0
 _CHAIN_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -666,7 +664,7 @@ def prepare(state: Any, request: Dict[str, Any], mode: str) -> Dict[str, Any]:
 
 
 def _chain_index(ev: Any, args: List[Any]) -> Optional[int]:
-    """The input a CPU round's chain perturbs (see CHAIN_SCALE): the first drawn afresh per call
+    """The input a CPU round's chain moves (`_chained`): the first drawn afresh per call
     (`random_input_mask`: no constraint or structure depends on its values) in a float dtype;
     None where there is none (a round of such calls is not chained) or off the CPU. Whether a
     round is chained at all is the supervisor's (`chain` in its messages: a runner's environment
@@ -684,28 +682,53 @@ def _chain_index(ev: Any, args: List[Any]) -> Optional[int]:
     return None
 
 
+def _chain_bits(dtype: Any) -> Tuple[Any, int]:
+    """The integer view of a chained input's dtype and the mantissa bits the chain may flip (its
+    sign and exponent stay: a finite input stays finite, of the same magnitude's octave)."""
+    if not _CHAIN_BITS:
+        import torch
+
+        _CHAIN_BITS.update({torch.float16: (torch.int16, 0xFF), torch.bfloat16: (torch.int16, 0x3F),
+                            torch.float32: (torch.int32, 0xFFFF), torch.float64: (torch.int64, 0xFFFFFFFF)})
+    return _CHAIN_BITS[dtype]
+
+
+_CHAIN_BITS: Dict[Any, Tuple[Any, int]] = {}
+
+
 def _chained(args: List[Any], j: int, previous: List[Any]) -> List[Any]:
     """Call i+1's inputs `args` with input `j` moved by call i's outputs `previous` (a new tensor:
-    the mapped input stays as drawn): CHAIN_SCALE x sin(CHAIN_GAIN x the first output tensor), read
-    as float32 (NaN and infinities as 0), tiled to the input's size. The same operations whatever the
-    outputs hold, so the null (zero outputs) costs what a solution's round does."""
+    the mapped input stays as drawn): the bytes of the first output tensor, read as the input's
+    integer width and tiled to its size, flip the low mantissa bits of the input (`_chain_bits`).
+    The same operations whatever the outputs hold, so the null (zero outputs) costs what a
+    solution's round does. Bits, not arithmetic: any change of an output's last bits moves the
+    next input, so the chain is no contraction a batcher could solve in a few batched sweeps
+    (`chain_fixed_point` needed ~12 with a sine of the output), a NaN output spreads no NaN (it
+    would have made every later input NaN, and NaN outputs "right"), and integer operations
+    cost a few microseconds where mixed float arithmetic cost more than an RMSNorm call."""
     import torch
 
-    x = args[j].clone()
-    flat = x.view(-1)
+    x = args[j]
+    flat = x.reshape(-1)
+    idt, mask = _chain_bits(x.dtype)
     first = next((o for o in previous if isinstance(o, torch.Tensor) and o.numel() > 0), None)
+    width = flat.element_size()
+    raw = None
     if first is not None:
-        m = first.detach().reshape(-1).to(device=x.device, dtype=torch.float32, copy=True)
-        # bounded, never saturated (outputs all over 1 still vary), and sensitive to an output's low
-        # bits: with sin(o) the chain was a contraction that a batcher could solve in ~10-15
-        # batched sweeps (`chain_fixed_point`, session 21); 1024 x o turns an fp16 output's last bit
-        # into ~1 radian
-        m.mul_(CHAIN_GAIN).sin_().nan_to_num_(0.0, 0.0, 0.0)
+        o = first.detach().reshape(-1)
+        if not o.is_contiguous():
+            o = o.contiguous()
+        raw = o.view(torch.uint8)
+        raw = raw[: raw.numel() // width * width]
+    if raw is None or raw.numel() == 0:
+        moved = flat.clone()
+    else:
+        m = raw.view(idt) & mask
         if m.numel() < flat.numel():
             m = m.repeat((flat.numel() + m.numel() - 1) // m.numel())
-        flat.add_(m[:flat.numel()], alpha=CHAIN_SCALE)
+        moved = torch.bitwise_xor(flat.view(idt), m[: flat.numel()]).view(x.dtype)
     out = list(args)
-    out[j] = x
+    out[j] = moved.view(x.shape)
     return out
 
 
@@ -1581,7 +1604,7 @@ class _Witness:
         # 20x forgery of a cheap call pass once in 4 runs of tests/security (session 19)
         self.stepped = cpu and device == "cpu" and k >= PAIRED_PASSES_MIN_CALLS and \
             os.environ.get("FIB_WITNESS_STEPPED", "off").strip().lower() == "on"
-        self.chained = device == "cpu" and k > 1 and chain_enabled()  # see CHAIN_SCALE
+        self.chained = device == "cpu" and k > 1 and chain_enabled()  # see `_chained`
         self.request = request
         self.ref_request = _ref_request(request)
         self.out_bytes = outputs_extent(request, k)  # what a round's outputs file takes (CPU: made before it)
