@@ -167,10 +167,6 @@ CHECKED_CPU = int(os.environ.get("FIB_WITNESS_CHECKED_CPU", "8"))
 # calibration chain their own outputs the same way (the same work), the reference runner rebuilds
 # a checked call's inputs from the previous call's saved outputs. FIB_WITNESS_CHAIN=off: unchained
 _CHAIN_DTYPES = ("float16", "bfloat16", "float32", "float64")
-
-
-def chain_enabled() -> bool:
-    return _switched_on("FIB_WITNESS_CHAIN")
 # what a check that does not compare to the reference derives from a round's inputs ahead of its
 # outputs (`reference_outputs`), at most (a sampling check's support is float64, rows x vocab)
 EXPECTED_BYTES = 256 << 20
@@ -196,6 +192,11 @@ def gpu_dispute_flags_only() -> bool:
 
 def _switched_on(name: str) -> bool:
     return os.environ.get(name, "on").strip().lower() not in ("0", "off", "false", "no")
+
+
+def chain_enabled() -> bool:
+    """Whether the supervisor chains a CPU round's calls (see `_chained`; FIB_WITNESS_CHAIN)."""
+    return _switched_on("FIB_WITNESS_CHAIN")
 
 
 def enabled() -> bool:
