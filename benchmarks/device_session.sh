@@ -63,6 +63,13 @@ for s in "$@"; do
     evals-zygote) FIB_RUNNER_ZYGOTE=1 step evals-zygote 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
     gputests-zygote) FIB_RUNNER_ZYGOTE=1 step gputests-zygote 400 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py tests/security ;;
     attacks) step "attacks${ATTACKS_SHARD:+-${ATTACKS_SHARD/\//of}}" "${ATTACKS_TIMEOUT:-330}" python3 benchmarks/attack_table.py --device cuda --json "$OUT/attacks_gpu${ATTACKS_SHARD:+_${ATTACKS_SHARD/\//of}}.json" --only "${ATTACKS_ONLY:-}" --shard "${ATTACKS_SHARD:-}" ;;
+    slack) # the GPU witness's slack (session 21): forgeries sized to its bound, and honest anchor rounds, at
+      # the default noise share and at a tighter one (FIB_WITNESS_GRAPH_NOISE_SHARE, default 0.08)
+      for share in 0.08 ${SLACK_SHARE:-0.04}; do
+        FIB_WITNESS_GRAPH_NOISE_SHARE=$share step "slack-attacks-$share" 200 python3 benchmarks/attack_table.py --device cuda \
+          --json "$OUT/slack_attacks_$share.json" --only rewrite_stats_within_slack,cold_null,rewrite_stats_modest,rewrite_stats
+        FIB_WITNESS_GRAPH_NOISE_SHARE=$share step "slack-anchor-$share" 150 python3 benchmarks/anchor_vs_ncu.py --dataset shared/anchor-dataset --max-time-s 0.35
+      done ;;
     gpusec) step gpusec "${GPUSEC_TIMEOUT:-300}" python3 -m pytest -m gpu -q -rfE --tb=short -n 0 -s -p no:cacheprovider tests/security ;;
     evals-quick) step evals-quick 150 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --pairs 1 --workloads 30 ;;
     gputests-17) step gputests-17 200 python3 -m pytest -m gpu -q -rfE --tb=short -n 0 -p no:cacheprovider tests/apply/test_gpu.py tests/bench/test_gpu.py::test_a_reference_out_of_device_memory_is_the_machines_error ;;
