@@ -199,6 +199,12 @@ def chain_enabled() -> bool:
     return _switched_on("FIB_WITNESS_CHAIN")
 
 
+def chains(device: str, k: int) -> bool:
+    """Whether a round of `k` calls on `device` is chained (the supervisor's decision, sent to both
+    runners: the round's, the prestaged inputs', the null's and the calibration's messages)."""
+    return device == "cpu" and k > 1 and chain_enabled()
+
+
 def enabled() -> bool:
     return _switched_on("FIB_WITNESS")
 
@@ -868,9 +874,14 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
 
     bad: List[Tuple[int, str]] = []  # (call, why)
     judged: List[Tuple[int, Any, Any, Any]] = []  # (call, outputs, reference, inputs) of the right structure
+    chained: List[Optional[int]] = []  # the input the chain moves: the same for every call, found once
     for i, outs in enumerate(all_outs):
         pristine = made[at[i]] if made is not None else _make(ev, seed, at[i])
-        chain = _chain_index(ev, pristine) if at[i] > 0 and before[i] is not None else None
+        chain = None
+        if at[i] > 0 and before[i] is not None:
+            if not chained:
+                chained.append(_chain_index(ev, pristine))
+            chain = chained[0]
         if chain is not None:  # the inputs the call ran on: its drawn ones moved by the call before's outputs
             pristine = _chained(pristine, chain, before[i])
         prob = check_structure(outs, ev.definition, ev.out_shapes, ev.device)
@@ -1528,7 +1539,7 @@ def prestage(sup: Any, r: Any, request: Dict[str, Any], device: str, timeout: fl
         return  # the round makes its inputs itself (and says why not, if it cannot either)
     seed = int.from_bytes(os.urandom(8), "big") >> 2
     pre = _Prestaged(rr, {"type": "witness_inputs", "request": _ref_request(request), "seed": seed, "k": k,
-                          "ahead": _answers_ahead(request, predicted, k), "chain": device == "cpu" and chain_enabled(),
+                          "ahead": _answers_ahead(request, predicted, k), "chain": chains(device, k),
                           "folder": folder.name}, seed, folder, timeout)
     if not pre.sent:
         folder.remove()
@@ -1605,7 +1616,7 @@ class _Witness:
         # 20x forgery of a cheap call pass once in 4 runs of tests/security (session 19)
         self.stepped = cpu and device == "cpu" and k >= PAIRED_PASSES_MIN_CALLS and \
             os.environ.get("FIB_WITNESS_STEPPED", "off").strip().lower() == "on"
-        self.chained = device == "cpu" and k > 1 and chain_enabled()  # see `_chained`
+        self.chained = chains(device, k)  # see `_chained`
         self.request = request
         self.ref_request = _ref_request(request)
         self.out_bytes = outputs_extent(request, k)  # what a round's outputs file takes (CPU: made before it)
