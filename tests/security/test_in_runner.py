@@ -70,6 +70,9 @@ STOPPED_BY: Dict[str, str] = {
     # the round's outputs file (or swap it for a link to the inputs): see its own test
     "calibration_forge": "timing_disputed",
     "calibration_leftover_thread": "timing_disputed",
+    # session 22: the same thread beside a 5x forgery of a cheap call, whose rounds are each
+    # compared with the reference run right after them (`_Witness._reference_after`)
+    "calibration_leftover_cheap": "timing_disputed",
     # session 21 (a helper's round on the chained calls): rows of the harness's results emptied
     # (PASSED at 22x: a row describing no output was checked on none), outputs as a tensor subclass
     # whose __torch_function__ ran inside the harness's chain and save (22x; and one blinding the

@@ -114,3 +114,39 @@ def test_a_costly_call_whose_cost_depends_on_its_inputs_gets_sixteen_draws(lab: 
     assert ev.status.value == "PASSED", ev.log
     w = ev.correctness.extra["witness"]
     assert w["k"] == 1 and w["calls"] == 10, w
+
+
+CHEAP_BASE_MS = 0.02  # a cheap call: a round has 128 calls, the cheap rounds' bound (2x + 15.6 us a call)
+
+
+def _run_cheap(lab: Lab, machine_slower: float, solution_slower: float, uuid: str):
+    code = lambda slower: SLOWED.replace("__BASE__", str(CHEAP_BASE_MS)).replace("__SLOWER__", str(slower))  # noqa: E731
+    d = rms_definition(name=f"rmsnorm_cheap_slowed_x{str(machine_slower).replace('.', '_')}").model_dump(mode="json")
+    d["reference"] = code(machine_slower)
+    d = Definition.model_validate(d)
+    sol = make_solution(f"cheap_slowed_x{str(solution_slower).replace('.', '_')}", code(solution_slower), d)
+    return evaluate_via_worker(d, sol, rms_workload(16, uuid=uuid), _shim_build(sol, lab.cache), lab.config,
+                               dataset_root=lab.dataset).evaluation
+
+
+def test_an_honest_cheap_call_on_a_machine_slower_at_the_witness_passes(lab: Lab) -> None:
+    """CI (session 22): an honest 11.4 us call was disputed in all 8 rounds of 128 calls while the
+    suite loaded the VM, and an honest 2048-row call with a calibration after its rounds that
+    read no load; a cheap call's round over the bound is compared with the reference run right
+    after it."""
+    ev = _run_cheap(lab, 4.0, 4.0, "cheap_slowed_honest")
+    assert ev.status.value == "PASSED", ev.log
+    w = ev.correctness.extra["witness"]
+    lat = ev.performance.latency_ms
+    assert w["k"] >= 32, w
+    # each round over the bound was compared with the reference run right after it
+    assert w["round_load"] and 1.0 < max(w["round_load"]) <= LOAD_MAX, w
+    assert w["est_ms"] <= w["bound_ms"], w
+    slowest = max(ms[1] - min(w["round_null_ms"]) for ms in w["round_ms"]) / w["k"]
+    assert slowest > 2.0 * lat + 0.25 * 8 / w["k"], (w, lat)  # the unwidened bound would have disputed it
+
+
+def test_a_slower_machine_widens_a_cheap_calls_bound_by_at_most_load_max(lab: Lab) -> None:
+    ev = _run_cheap(lab, 10.0, 20.0, "cheap_slowed_forged")
+    assert ev.status.value == "RUNTIME_ERROR", ev.log
+    assert "timing_disputed" in ev.log and f"machine up to {LOAD_MAX:.2f}x slower" in ev.log, ev.log

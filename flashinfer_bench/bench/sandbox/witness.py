@@ -1412,7 +1412,8 @@ def keep_null(sup: Any, key: str, value: Any) -> None:
     sup.__dict__.setdefault("_witness_null", {})[key] = (time.monotonic(), value)
 
 
-def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: int = 1) -> float:
+def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: int = 1,
+                    loads: Optional[List[float]] = None) -> float:
     """CPU: the time per call the rounds witnessed. A round without a null (None) counts as it is,
     the harness's share still in: it can only be over the solution's time. A round with one counts
     less the null measured right after it, and the `need`-th fastest of those counts (inf while
@@ -1426,11 +1427,26 @@ def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: i
     nulls 152, 82, 58, 31 and 40 us a call, the later nulls ~1.5 ms above the first: its second
     best, 40 us, passed under its 43 us bound; less the smallest null, 56 us). An honest round
     charged too little share is over its call's time by the nulls' spread over the round's calls
-    (~25 us a call at 64), well inside the bound's 2x + 31 us."""
+    (~25 us a call at 64), well inside the bound's 2x + 31 us. `loads`: each round's slowdown
+    (`round_load`, 1 where not measured), a round's time per call divided by its own."""
+    loads = loads or [1.0] * len(rounds)
     raw = [r / k for r, n in rounds if n is None]
     least = min((n for _, n in rounds if n is not None), default=None)
-    paired = sorted((r - least) / k for r, n in rounds if n is not None) if least is not None else []
+    paired = sorted((r - least) / k / f for (r, n), f in zip(rounds, loads) if n is not None) if least is not None else []
     return min(raw + ([paired[need - 1]] if len(paired) >= need else [math.inf]))
+
+
+def round_load(reference_round_ms: Optional[float], least_null_ms: Optional[float], k: int, reference_ms: float,
+               allowance_ms: float) -> float:
+    """CPU: how much slower the machine was at a round's moment than when the claims were measured:
+    the reference's CPU time per call on the round's inputs right after it (less the least null)
+    over its latency measured earlier plus the bound's per-call allowance (its own residual share:
+    a ~25 us reference reads at most ~1.2x that on the idle VM, so an idle machine widens nothing),
+    from 1 to LOAD_MAX; 1 where it was not measured."""
+    if reference_round_ms is None or least_null_ms is None or not reference_ms > 0:
+        return 1.0
+    per_call = max(0.0, reference_round_ms - least_null_ms) / k
+    return min(LOAD_MAX, max(1.0, per_call / (reference_ms + allowance_ms)))
 
 
 def witnessed_per_call(round_ms: List[float], k: int, null_per_call: Optional[float]) -> float:
@@ -1625,12 +1641,16 @@ class _Witness:
         self.costs: List[Tuple[float, float]] = []  # (wall ms, CPU ms) of each round's k calls
         self.nulls: List[Tuple[float, float]] = []
         self.round_nulls: List[Optional[float]] = []  # CPU: the fastest null measured right after each round
+        # CPU, cheap rounds: the reference's CPU ms for a round of the same inputs, measured right
+        # after the round's null where the round was over the bound (`_reference_after`)
+        self.round_refs: List[Optional[float]] = []
         self.bad: List[str] = []
         self.checked = 0  # calls whose outputs the reference runner checked
         self.errors: Dict[str, float] = {}  # the reference runner's error figures over the rounds' calls
         self.parts: Dict[str, float] = {}  # wall ms of the witness's own steps
         self.runner_parts: Dict[str, Any] = {}  # the runners' own breakdown of their last round (diagnosis only)
         self._null_ready = False
+        self._reference_ready = False
         self.prestaged = False  # the first round's inputs were made during the evaluation
 
     def _timed(self, part: str, handle: Any, msg: Dict[str, Any], **kw: Any) -> Tuple[Optional[Dict[str, Any]], Tuple[float, float], str]:
@@ -1669,9 +1689,10 @@ class _Witness:
         self.prestaged = True
         return pre.folder, pre.seed, {**res, "inputs": rows}
 
-    def round(self, with_null: Any, pre: Optional["_Prestaged"] = None) -> None:
+    def round(self, with_null: Any, pre: Optional["_Prestaged"] = None, with_reference: Optional[Any] = None) -> None:
         """k calls of the solution on fresh inputs, timed from outside; their outputs checked in
-        the reference runner; then the null call on the same inputs if `with_null()` says so.
+        the reference runner; then the null call on the same inputs if `with_null()` says so, and
+        the reference on them if `with_reference()` then says so (`_reference_after`).
         `pre`: the inputs the reference runner made (and ran the reference on) during the
         evaluation, used where they serve."""
         fr, seed, made = self._take(pre) if pre is not None else (None, 0, None)
@@ -1724,6 +1745,7 @@ class _Witness:
                 raise _Abort("failed", (why or res.get("message")) if isinstance(res, dict) else why)
             self.costs.append(ms)
             self.round_nulls.append(None)
+            self.round_refs.append(None)
             self.runner_parts["solution"] = res.get("parts_ms")
             if not all(isinstance(row, list) for row in calls):  # the solution's runner's description
                 self.bad.append("outputs not readable: not a list of outputs per call")
@@ -1760,6 +1782,8 @@ class _Witness:
             merge_errors(self.errors, verdict)
             if not self.bad and with_null():
                 self._null(fr, made["inputs"])
+                if with_reference is not None and with_reference():
+                    self._reference_after(fr, made["inputs"])
         finally:
             for f in folders:
                 f.remove()
@@ -1775,6 +1799,7 @@ class _Witness:
         prep, _, _ = self._timed("calibration", self.rr, {"type": "witness_prepare", "request": self.ref_request,
                                                           "mode": "reference"})
         self._null_ready = False  # the reference runner's witness now calls the reference
+        self._reference_ready = False  # on its own inputs (calibration's folder)
         if prep is None or prep.get("status") != "OK":
             return None
         try:
@@ -1807,6 +1832,7 @@ class _Witness:
         if not self._null_ready:
             prep, _, _ = self._timed("null", self.rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"})
             self._null_ready = prep is not None and prep.get("status") == "OK"
+            self._reference_ready = False
         # repeated on a CPU (its CPU time) and paired with this round; on a GPU one (wall time; not
         # re-measured on the H100); the solution's runner stopped meanwhile (nothing it left running
         # can slow the null, which is subtracted from its own time)
@@ -1825,6 +1851,24 @@ class _Witness:
                                                  "stepped": self.stepped, "chain": self.chained}, cpu=self.cpu,
                                  during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
         return (res if res is not None and res.get("status") == "OK" else None), ms
+
+    def _reference_after(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
+        """The definition's reference on the round's own inputs in the reference runner, right
+        after the round's null, timed as the null is (`round_refs`): how slow the machine is at
+        this round's moment. CI's load comes and goes within a test; one calibration after the
+        rounds read an unloaded moment (load 1.00) while all 8 rounds of an honest call were
+        slowed (session 22). The solution's runner is stopped meanwhile."""
+        if not self._reference_ready:
+            prep, _, _ = self._timed("calibration", self.rr, {"type": "witness_prepare", "request": self.ref_request,
+                                                              "mode": "reference"})
+            self._reference_ready = prep is not None and prep.get("status") == "OK"
+            self._null_ready = False
+            if not self._reference_ready:
+                return
+        with supervise.held(self.r.proc.pid):
+            res, ms = self._reference_round("calibration", fr, inputs)
+        if res is not None:
+            self.round_refs[-1] = ms[1]
 
     def _null_calls(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         for _ in range((NULL_CALLS if self.device == "cpu" else 1) if self._null_ready else 0):
@@ -1883,6 +1927,12 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         return min(max(1.0, min(ratios, default=1.0)), float(os.cpu_count() or 1)) if cpu else 1.0
 
     load = [1.0]  # the machine's slowdown since the claims were measured (CPU, `_Witness.calibrate`)
+    reference_ms = (result.get("performance") or {}).get("reference_latency_ms")  # the reference runner's (own_reference)
+    if not (isinstance(reference_ms, (int, float)) and math.isfinite(reference_ms) and reference_ms > 0):
+        reference_ms = None
+    # CPU, a cheap call's rounds: each round over the bound is compared with the reference run right
+    # after it (`_Witness._reference_after`, `round_load`); fewer calls a round: one calibration at the end
+    per_round_load = cpu and k >= PAIRED_PASSES_MIN_CALLS and reference_ms is not None
 
     def bound() -> float:
         if claim is None:
@@ -1907,11 +1957,21 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         """CPU: each round's time with the null measured beside it (None: none was)."""
         return [(c[clock], n) for c, n in zip(w.costs, w.round_nulls)]
 
+    def loads() -> List[float]:
+        least = min((n for n in w.round_nulls if n is not None), default=None)
+        return [round_load(x, least, k, reference_ms, abs_ms) if reference_ms is not None else 1.0 for x in w.round_refs]
+
+    def last_round_over() -> bool:
+        """The round just measured, less the least null, is over the bound (`with_reference`)."""
+        paired = [n for n in w.round_nulls if n is not None]
+        c, n = rounds()[-1]
+        return n is not None and (c - min(paired)) / k > bound()
+
     def estimate(final: bool = False) -> float:
         if cpu:
-            est = paired_per_call(rounds(), k, need)
+            est = paired_per_call(rounds(), k, need, loads())
             if final and math.isinf(est) and w.costs:  # rounds ran out before `need` (FIB_WITNESS_ROUNDS, a failed null)
-                est = paired_per_call(rounds(), k, 1)
+                est = paired_per_call(rounds(), k, 1, loads())
             return est
         return witnessed_per_call([c[clock] for c in w.costs], k, null_per_call())
 
@@ -1924,11 +1984,13 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         # (the first rounds on a GPU ran 1.5-2x the later ones on the H200: page cache, allocator)
         for i in range(MAX_ROUNDS if k > 1 else max(MAX_ROUNDS, MAX_ROUNDS_ONE_CALL)):
             # the null call (cheap: the same inputs file) only where the raw time does not pass
-            w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None)
+            w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None,
+                    with_reference=last_round_over if per_round_load else None)
             if w.bad or estimate() <= bound():
                 break
-            paired = [x for x in rounds() if x[1] is not None] if cpu else []
-            if need > 1 and len(paired) >= CLEAR_AFTER and paired_per_call(paired, k) > CLEAR_FACTOR * bound():
+            paired = [(x, f) for x, f in zip(rounds(), loads()) if x[1] is not None] if cpu else []
+            if need > 1 and len(paired) >= CLEAR_AFTER and \
+                    paired_per_call([x for x, _ in paired], k, 1, [f for _, f in paired]) > CLEAR_FACTOR * bound():
                 # every round so far far over the bound: more rounds would only cost. Not with few
                 # calls a round, where the fastest round counts: a kernel whose cost depends on its
                 # inputs needs its draws there (the fp8 MoE: fast on ~23% of them; three rounds
@@ -1945,12 +2007,10 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     if w.nulls and cached_null is None and not cpu:
         keep_null(sup, null_key, (min(n[0] for n in w.nulls), min(n[1] for n in w.nulls)))
     reference_now: Optional[float] = None
-    reference_ms = (result.get("performance") or {}).get("reference_latency_ms")  # the reference runner's (own_reference)
-    # only where a round has few calls: a cheap call's round already allows for the harness's share
-    # per round (`cpu_allowance_ms`), and the reference's own witnessed residual there (a stepped
-    # ~17 us RMSNorm: 1.75x its latency on the idle VM) would widen a forgery's bound without load
-    if cpu and k < PAIRED_PASSES_MIN_CALLS and not w.bad and w.costs and claim is not None and estimate(final=True) > bound() and \
-            isinstance(reference_ms, (int, float)) and math.isfinite(reference_ms) and reference_ms > 0:
+    # only where a round has few calls (a cheap call's rounds were each compared with the reference
+    # as they ran, `per_round_load`)
+    if cpu and not per_round_load and not w.bad and w.costs and claim is not None and estimate(final=True) > bound() and \
+            reference_ms is not None:
         reference_now = w.calibrate(float(reference_ms))
         if reference_now is not None:
             # less the bound's own allowance for a call's residual share: with a cheap reference
@@ -1967,6 +2027,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
                         "parallelism": round(par(), 2), "prestaged": w.prestaged,
                         "load": round(load[0], 3),
+                        "round_load": [round(f, 3) for f in loads()] if per_round_load else None,
+                        "round_reference_ms": [None if x is None else round(x, 4) for x in w.round_refs] if per_round_load else None,
                         "reference_now_ms": None if reference_now is None else round(reference_now, 5),
                         "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
                         "parts_ms": {p: round(v, 1) for p, v in w.parts.items()},
@@ -1999,6 +2061,10 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                      "null call in the reference runner) could not be measured", False)
     slowed = (f"; the reference ran at {reference_now * 1e3:.1f} us a call beside it against its "
               f"{float(reference_ms) * 1e3:.1f} us, the bound widened {load[0]:.2f}x") if reference_now is not None else ""
+    if per_round_load and any(x is not None for x in w.round_refs):
+        slowed = (f"; the reference, run after each round over the bound, showed the machine up to "
+                  f"{max(loads()):.2f}x slower than at the claim (each round's time divided by its own, "
+                  f"at most {LOAD_MAX:g}x)")
     msg = (f"timing_disputed: the supervisor measured {len(w.costs) * k} calls of the solution from outside its "
            f"process at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
            f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
