@@ -178,7 +178,9 @@ PAIRED_PASSES_MIN_CALLS = 32
 # widens the bound by that factor, at most LOAD_MAX. In CI (session 19) an honest 2.26 ms call was
 # witnessed at 7.1 ms a call in every one of 8 rounds (its bound 4.8 ms) while the suite loaded the
 # 2-core VM; a forger cannot make the reference slower (it is stopped), and the bound of a 20x
-# forgery widens to at most LOAD_MAX x the slack (docs/security.md)
+# forgery widens to at most LOAD_MAX x the slack (docs/security.md). A cheap call's rounds (at least
+# PAIRED_PASSES_MIN_CALLS calls) are each compared with the reference run right after them instead
+# (`_Witness._reference_after`, `round_load`): CI's load comes and goes within a test (session 22)
 LOAD_MAX = float(os.environ.get("FIB_WITNESS_LOAD_MAX", "3.0"))
 CALIBRATION_TWICE_MS = 250.0  # the calibration round runs twice (its fastest counts) while that cheap
 
