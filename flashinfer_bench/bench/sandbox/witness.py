@@ -1798,11 +1798,7 @@ class _Witness:
         paired = [n for n in self.round_nulls if n is not None]
         if not paired:
             return None
-        prep, _, _ = self._timed("calibration", self.rr, {"type": "witness_prepare", "request": self.ref_request,
-                                                          "mode": "reference"})
-        self._null_ready = False  # the reference runner's witness now calls the reference
-        self._reference_ready = False  # on its own inputs (calibration's folder)
-        if prep is None or prep.get("status") != "OK":
+        if not self._prepare("calibration", "reference"):
             return None
         try:
             fr = _Folder(self.rr)
@@ -1831,10 +1827,7 @@ class _Witness:
     def _null(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         """The harness's share: the same request to the reference runner with a null call (the
         zero outputs, no call) on the same inputs file."""
-        if not self._null_ready:
-            prep, _, _ = self._timed("null", self.rr, {"type": "witness_prepare", "request": self.ref_request, "mode": "null"})
-            self._null_ready = prep is not None and prep.get("status") == "OK"
-            self._reference_ready = False
+        self._prepare("null", "null")
         # repeated on a CPU (its CPU time) and paired with this round; on a GPU one (wall time; not
         # re-measured on the H100); the solution's runner stopped meanwhile (nothing it left running
         # can slow the null, which is subtracted from its own time)
@@ -1854,19 +1847,24 @@ class _Witness:
                                  during=(lambda: steps.run(self.rr, self.timeout, copy=False)) if self.stepped else None)
         return (res if res is not None and res.get("status") == "OK" else None), ms
 
+    def _prepare(self, part: str, mode: str) -> bool:
+        """The reference runner's witness set to call `mode` ("null" or "reference"), unless it
+        already is: the null and the reference take turns after a cheap round over the bound."""
+        if (self._null_ready if mode == "null" else self._reference_ready):
+            return True
+        prep, _, _ = self._timed(part, self.rr, {"type": "witness_prepare", "request": self.ref_request, "mode": mode})
+        ok = prep is not None and prep.get("status") == "OK"
+        self._null_ready, self._reference_ready = ok and mode == "null", ok and mode == "reference"
+        return ok
+
     def _reference_after(self, fr: "_Folder", inputs: List[List[Dict[str, Any]]]) -> None:
         """The definition's reference on the round's own inputs in the reference runner, right
         after the round's null, timed as the null is (`round_refs`): how slow the machine is at
         this round's moment. CI's load comes and goes within a test; one calibration after the
         rounds read an unloaded moment (load 1.00) while all 8 rounds of an honest call were
         slowed (session 22). The solution's runner is stopped meanwhile."""
-        if not self._reference_ready:
-            prep, _, _ = self._timed("calibration", self.rr, {"type": "witness_prepare", "request": self.ref_request,
-                                                              "mode": "reference"})
-            self._reference_ready = prep is not None and prep.get("status") == "OK"
-            self._null_ready = False
-            if not self._reference_ready:
-                return
+        if not self._prepare("calibration", "reference"):
+            return
         with supervise.held(self.r.proc.pid):
             res, ms = self._reference_round("calibration", fr, inputs)
         if res is not None:
