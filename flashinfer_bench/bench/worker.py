@@ -119,6 +119,22 @@ def _recharge(result: Dict[str, Any], ref_stats: Optional[Dict[str, Any]]) -> No
                          "runs: charged to the solution. Its runner said: " + message)
 
 
+def _log_name(kind: str) -> str:
+    """A log's name in the logs' folder, with a random part: a runner may `stat` any name there
+    (no Landlock right governs it) and truncate its own logs to any size, so with names from a
+    counter (`eval-<i % 64>.log`, `runner-<n>.log`) `log_size_channel` read a later runner the
+    tag an earlier one had left in its logs' sizes (session 22)."""
+    return f"{kind}-{os.urandom(8).hex()}.log"
+
+
+def _unlink_quietly(path: Optional[Path]) -> None:
+    if path is not None:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def _hand_log(sock: socket.socket, log_path: Path) -> None:
     """Make the evaluation's log file anew and hand the runner an open descriptor of it (SCM_RIGHTS
     right after the request): a runner may write its log and nothing else of the logs' folder.
@@ -236,6 +252,7 @@ class Supervisor:
         self._zygote: Optional[ZygoteClient] = None
         self._zygote_failed = False
         self._n_eval = 0
+        self._last_eval_log: Optional[Path] = None
         self.start_error: Optional[str] = None
         self.readable: set = set()  # dataset roots etc. the runner may read (sandbox)
         self._private_runtime: Optional[Path] = None  # see _keep_runtime_private
@@ -266,7 +283,7 @@ class Supervisor:
         self._keep_runtime_private()
         scratch = self.runtime_dir / "scratch" / f"runner-{n}"
         scratch.mkdir(parents=True, exist_ok=True)
-        runner_log = self.logs_dir / f"runner-{n}.log"
+        runner_log = self.logs_dir / _log_name(f"runner-{n}")
         env = runner_environment(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         args = [sys.executable, "-m", "flashinfer_bench.bench.runner", "--device"]
@@ -506,7 +523,9 @@ class Supervisor:
         mark("reference")
         self._n_eval += 1
         self._keep_runtime_private()
-        log_path = self.logs_dir / f"eval-{self._n_eval % 64}.log"
+        # the last evaluation's log was read into its trace: gone, so no runner can stat it
+        _unlink_quietly(self._last_eval_log)
+        log_path = self._last_eval_log = self.logs_dir / _log_name("eval")
         request = {
             "definition": req["definition"], "workload": req["workload"], "build": build,
             "config": cfg.model_dump(mode="json"), "seed": seed, "dataset_root": req.get("dataset_root"),

@@ -17,11 +17,12 @@ from typing import List
 import pytest
 
 from flashinfer_bench.bench.client import evaluate_via_worker, ping_worker, shutdown_worker
+from flashinfer_bench.bench.loader import _shim_build
 from flashinfer_bench.bench.sandbox import supervise
 from flashinfer_bench.sandbox.procfs import task_state
 
-from tests.bench.conftest import rms_workload
-from .conftest import SECRET, Lab, flags
+from tests.bench.conftest import make_solution, rms_workload
+from .conftest import ATTACKS, SECRET, Lab, flags
 
 
 def _denied(log: str) -> bool:
@@ -628,6 +629,29 @@ def test_a_runner_cannot_write_the_logs_folder(lab: Lab, unchanged) -> None:
     assert "wrote 0 MiB" in _report(fill.log, "FILL REPORT"), fill.log[-1500:]
     for _ in range(2):  # the next evaluations log and pass as before
         _assert_next_is_fine(lab)
+
+
+def test_a_runner_cannot_name_an_earlier_runners_logs(lab: Lab) -> None:
+    """What stayed after session 19: a runner may truncate its own logs (the evaluation's, handed
+    as a descriptor, and its runner's stdout) to any size, and `stat` any name in the logs'
+    folder; the names were a counter (`eval-<i % 64>.log`, `runner-<n>.log`), so
+    `log_size_channel` left a tag in its logs' sizes that a later runner of another solution read
+    back (session 22). Now each log's name holds a random part, and an evaluation's log is removed
+    when the next evaluation begins (it has been read into its trace by then)."""
+    src = (ATTACKS / "log_size_channel.py").read_text()
+    reports = []
+    for i in range(2):  # two solutions: two runners, the second after the first
+        sol = make_solution(f"attack_log_size_channel_{i}", src + f"\n# solution {i}\n", lab.definition)
+        t = evaluate_via_worker(lab.definition, sol, rms_workload(16), _shim_build(sol, lab.cache), lab.config,
+                                dataset_root=lab.dataset).evaluation
+        assert t.status.value == "PASSED", t.log[-1500:]
+        reports.append(_report(t.log, "SIZE CHANNEL REPORT"))
+    assert "left " in reports[0] and "left nothing" not in reports[0], reports  # the attack did its part
+    assert "received nothing" in reports[1], reports
+    logs = Path(lab.targets()["logs_dir"])
+    # an evaluation's log goes when the next begins (it was read into its trace)
+    assert len([p for p in logs.iterdir() if p.name.startswith("eval-")]) <= 1, sorted(p.name for p in logs.iterdir())
+    _assert_next_is_fine(lab)
 
 
 def test_a_forked_runner_holds_no_descriptor_of_the_zygote(lab: Lab) -> None:
