@@ -119,20 +119,12 @@ def _recharge(result: Dict[str, Any], ref_stats: Optional[Dict[str, Any]]) -> No
                          "runs: charged to the solution. Its runner said: " + message)
 
 
-def _log_name(kind: str) -> str:
-    """A log's name in the logs' folder, with a random part: a runner may `stat` any name there
-    (no Landlock right governs it) and truncate its own logs to any size, so with names from a
-    counter (`eval-<i % 64>.log`, `runner-<n>.log`) `log_size_channel` read a later runner the
-    tag an earlier one had left in its logs' sizes (session 22)."""
-    return f"{kind}-{os.urandom(8).hex()}.log"
-
-
-def _unlink_quietly(path: Optional[Path]) -> None:
-    if path is not None:
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
+def _private_name(kind: str) -> str:
+    """A log's or a scratch folder's name, with 64 random bits: a runner may `stat` any name it can
+    spell (no Landlock right governs it) and truncate its own logs to any size, so with names from
+    a counter (`eval-<i % 64>.log`, `runner-<n>.log`) `log_size_channel` read a later runner the tag
+    an earlier one had left in its logs' sizes (session 22)."""
+    return f"{kind}-{os.urandom(8).hex()}"
 
 
 def _hand_log(sock: socket.socket, log_path: Path) -> None:
@@ -251,7 +243,6 @@ class Supervisor:
         self._n_runner = 0
         self._zygote: Optional[ZygoteClient] = None
         self._zygote_failed = False
-        self._n_eval = 0
         self._last_eval_log: Optional[Path] = None
         self.start_error: Optional[str] = None
         self.readable: set = set()  # dataset roots etc. the runner may read (sandbox)
@@ -281,9 +272,11 @@ class Supervisor:
         self._n_runner += 1
         n = self._n_runner
         self._keep_runtime_private()
-        scratch = self.runtime_dir / "scratch" / f"runner-{n}"
+        # a random part here too: without a mount namespace (a GPU) the runners' scratch folders are
+        # one folder apart, and a file's size there is as readable by `stat` as a log's
+        scratch = self.runtime_dir / "scratch" / _private_name(f"runner-{n}")
         scratch.mkdir(parents=True, exist_ok=True)
-        runner_log = self.logs_dir / _log_name(f"runner-{n}")
+        runner_log = self.logs_dir / (_private_name(f"runner-{n}") + ".log")
         env = runner_environment(os.environ)
         env["PYTHONUNBUFFERED"] = "1"
         args = [sys.executable, "-m", "flashinfer_bench.bench.runner", "--device"]
@@ -521,11 +514,11 @@ class Supervisor:
             # or the machine's error, not this solution's; the solution is not run
             return trace(ref_stats["status"], ref_stats["message"])
         mark("reference")
-        self._n_eval += 1
         self._keep_runtime_private()
         # the last evaluation's log was read into its trace: gone, so no runner can stat it
-        _unlink_quietly(self._last_eval_log)
-        log_path = self._last_eval_log = self.logs_dir / _log_name("eval")
+        if self._last_eval_log is not None:
+            self._last_eval_log.unlink(missing_ok=True)
+        log_path = self._last_eval_log = self.logs_dir / (_private_name("eval") + ".log")
         request = {
             "definition": req["definition"], "workload": req["workload"], "build": build,
             "config": cfg.model_dump(mode="json"), "seed": seed, "dataset_root": req.get("dataset_root"),
