@@ -150,3 +150,46 @@ def test_a_slower_machine_widens_a_cheap_calls_bound_by_at_most_load_max(lab: La
     ev = _run_cheap(lab, 10.0, 20.0, "cheap_slowed_forged")
     assert ev.status.value == "RUNTIME_ERROR", ev.log
     assert "timing_disputed" in ev.log and f"machine up to {LOAD_MAX:.2f}x slower" in ev.log, ev.log
+
+
+SPIKY_REFERENCE = """import gc
+import time
+
+import torch
+
+_witnessed = [0]
+
+
+def _spin(ms):
+    end = time.thread_time() + ms / 1e3
+    while time.thread_time() < end:
+        pass
+
+
+def run(x, weight, eps):
+    slow = 1.0
+    if not gc.isenabled():  # a witnessed call: the reference's 2nd and 3rd rounds run 6x slower
+        _witnessed[0] += 1
+        slow = 6.0 if 1 <= (_witnessed[0] - 1) // __K__ <= 2 else 1.0
+    _spin(__BASE__ * slow)
+    xf = x.to(torch.float32)
+    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (xf * rstd * weight.to(torch.float32)).to(torch.float16)
+"""
+
+
+def test_one_slow_reference_round_does_not_excuse_a_forged_round(lab: Lab) -> None:
+    """A reference round is one draw of the machine's noise, and a forger's rounds over the bound
+    get one each: two reference rounds read 1.56x and 1.66x on the idle VM and `rewrite_stats_cheap`,
+    a 20x forgery, PASSED at 17x (session 22). Here the reference's 2nd and 3rd witnessed rounds
+    are 6x slower (nothing else is) and the cheap solution 4x slower in the witness than its claim:
+    a round counts a load only where the reference read it on both sides of it, so one round is
+    excused, not the two a cheap call's rounds need."""
+    d = rms_definition(name="rmsnorm_spiky_reference").model_dump(mode="json")
+    d["reference"] = SPIKY_REFERENCE.replace("__BASE__", str(CHEAP_BASE_MS)).replace("__K__", "128")
+    d = Definition.model_validate(d)
+    code = SLOWED.replace("__BASE__", str(CHEAP_BASE_MS)).replace("__SLOWER__", "4.0")
+    sol = make_solution("cheap_forged_spiky", code, d)
+    ev = evaluate_via_worker(d, sol, rms_workload(16, uuid="cheap_spiky"), _shim_build(sol, lab.cache), lab.config,
+                             dataset_root=lab.dataset).evaluation
+    assert ev.status.value == "RUNTIME_ERROR" and "timing_disputed" in ev.log, ev.log
