@@ -134,7 +134,9 @@ def test_an_honest_cheap_call_on_a_machine_slower_at_the_witness_passes(lab: Lab
     suite loaded the VM, and an honest 2048-row call with a calibration after its rounds that
     read no load; a cheap call's round over the bound is compared with the reference run right
     after it."""
-    ev = _run_cheap(lab, 4.0, 4.0, "cheap_slowed_honest")
+    # 6x: under the suite's load the claim itself (wall time) came out ~1.5x higher, and a 4x
+    # slowdown was then within the unwidened bound, which this test must exceed
+    ev = _run_cheap(lab, 6.0, 6.0, "cheap_slowed_honest")
     assert ev.status.value == "PASSED", ev.log
     w = ev.correctness.extra["witness"]
     lat = ev.performance.latency_ms
@@ -183,8 +185,8 @@ def test_one_slow_reference_round_does_not_excuse_a_forged_round(lab: Lab) -> No
     get one each: two reference rounds read 1.56x and 1.66x on the idle VM and `rewrite_stats_cheap`,
     a 20x forgery, PASSED at 17x (session 22). Here the reference's 2nd and 3rd witnessed rounds
     are 6x slower (nothing else is) and the cheap solution 4x slower in the witness than its claim:
-    a round counts a load only where the reference read it on both sides of it, so one round is
-    excused, not the two a cheap call's rounds need."""
+    every round is divided by the least load the reference read after any round, which a lasting
+    load (CI's) is in and a passing one is not. (Each round divided by the reading after it: PASSED.)"""
     d = rms_definition(name="rmsnorm_spiky_reference").model_dump(mode="json")
     d["reference"] = SPIKY_REFERENCE.replace("__BASE__", str(CHEAP_BASE_MS)).replace("__K__", "128")
     d = Definition.model_validate(d)

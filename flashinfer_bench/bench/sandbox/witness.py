@@ -1958,16 +1958,16 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         return [(c[clock], n) for c, n in zip(w.costs, w.round_nulls)]
 
     def loads() -> List[float]:
-        """Each round's slowdown: the lesser of the reference's after the round before it and after
-        it (1 where either is missing). One reference round alone is one draw of the machine's
-        noise, and a forger's rounds get a draw each: two reference rounds read 1.56x and 1.66x on
-        the idle VM, and `rewrite_stats_cheap` (a 20x forgery) PASSED at 17x (session 22). A load
-        that lasts, as CI's did through all 8 rounds, is on both sides of a round."""
-        if reference_ms is None:
-            return [1.0] * len(w.round_refs)
+        """Every round's slowdown: the least the reference read after any round so far (1 where it
+        read none). One reference round is one draw of the machine's noise, and a forger's rounds
+        over the bound get a draw each: two reference rounds in a row read 1.56x and 1.66x on the
+        idle VM and `rewrite_stats_cheap` (a 20x forgery) PASSED at 17x with each round divided by
+        the reading after it (session 22). A load that lasts, as CI's did through all 8 rounds, is
+        in every reading."""
         least = min((n for n in w.round_nulls if n is not None), default=None)
-        after = [round_load(x, least, k, reference_ms, abs_ms) for x in w.round_refs]
-        return [min(f, after[i - 1]) if i > 0 else 1.0 for i, f in enumerate(after)]
+        after = [round_load(x, least, k, reference_ms, abs_ms) for x in w.round_refs if x is not None] \
+            if reference_ms is not None else []
+        return [min(after, default=1.0)] * len(w.round_refs)
 
     def last_round_over() -> bool:
         """The round just measured, less the least null, is over the bound (`with_reference`)."""
