@@ -132,8 +132,7 @@ def _run_cheap(lab: Lab, machine_slower: float, solution_slower: float, uuid: st
 def test_an_honest_cheap_call_on_a_machine_slower_at_the_witness_passes(lab: Lab) -> None:
     """CI (session 22): an honest 11.4 us call was disputed in all 8 rounds of 128 calls while the
     suite loaded the VM, and an honest 2048-row call with a calibration after its rounds that
-    read no load; a cheap call's round over the bound is compared with the reference run right
-    after it."""
+    read no load; the reference now runs right after each cheap round over the bound."""
     # 6x: under the suite's load the claim itself (wall time) came out ~1.5x higher, and a 4x
     # slowdown was then within the unwidened bound, which this test must exceed
     ev = _run_cheap(lab, 6.0, 6.0, "cheap_slowed_honest")
@@ -141,8 +140,8 @@ def test_an_honest_cheap_call_on_a_machine_slower_at_the_witness_passes(lab: Lab
     w = ev.correctness.extra["witness"]
     lat = ev.performance.latency_ms
     assert w["k"] >= 32, w
-    # each round over the bound was compared with the reference run right after it
-    assert w["round_load"] and 1.0 < max(w["round_load"]) <= LOAD_MAX, w
+    # the reference ran after each round over the bound, and the rounds were divided by its least load
+    assert w["round_load"] and 1.0 < min(w["round_load"]) <= LOAD_MAX, w
     assert w["est_ms"] <= w["bound_ms"], w
     slowest = max(ms[1] - min(w["round_null_ms"]) for ms in w["round_ms"]) / w["k"]
     assert slowest > 2.0 * lat + 0.25 * 8 / w["k"], (w, lat)  # the unwidened bound would have disputed it
@@ -151,7 +150,7 @@ def test_an_honest_cheap_call_on_a_machine_slower_at_the_witness_passes(lab: Lab
 def test_a_slower_machine_widens_a_cheap_calls_bound_by_at_most_load_max(lab: Lab) -> None:
     ev = _run_cheap(lab, 10.0, 20.0, "cheap_slowed_forged")
     assert ev.status.value == "RUNTIME_ERROR", ev.log
-    assert "timing_disputed" in ev.log and f"machine up to {LOAD_MAX:.2f}x slower" in ev.log, ev.log
+    assert "timing_disputed" in ev.log and f"machine at least {LOAD_MAX:.2f}x slower" in ev.log, ev.log
 
 
 SPIKY_REFERENCE = """import gc

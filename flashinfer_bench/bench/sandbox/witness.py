@@ -1430,7 +1430,7 @@ def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: i
     best, 40 us, passed under its 43 us bound; less the smallest null, 56 us). An honest round
     charged too little share is over its call's time by the nulls' spread over the round's calls
     (~25 us a call at 64), well inside the bound's 2x + 31 us. `loads`: each round's slowdown
-    (`round_load`, 1 where not measured), a round's time per call divided by its own."""
+    (`round_load` via `verify`'s `loads`, 1 where not measured), a round's time per call divided by it."""
     loads = loads or [1.0] * len(rounds)
     raw = [r / k for r, n in rounds if n is None]
     least = min((n for _, n in rounds if n is not None), default=None)
@@ -1930,8 +1930,9 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     reference_ms = (result.get("performance") or {}).get("reference_latency_ms")  # the reference runner's (own_reference)
     if not (isinstance(reference_ms, (int, float)) and math.isfinite(reference_ms) and reference_ms > 0):
         reference_ms = None
-    # CPU, a cheap call's rounds: each round over the bound is compared with the reference run right
-    # after it (`_Witness._reference_after`, `round_load`); fewer calls a round: one calibration at the end
+    # CPU, a cheap call's rounds: the reference runs right after each round over the bound
+    # (`_Witness._reference_after`, `round_load`) and the rounds are divided by the least load it
+    # read (`loads`); fewer calls a round: one calibration at the end
     per_round_load = cpu and k >= PAIRED_PASSES_MIN_CALLS and reference_ms is not None
 
     def bound() -> float:
@@ -2070,9 +2071,9 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     slowed = (f"; the reference ran at {reference_now * 1e3:.1f} us a call beside it against its "
               f"{float(reference_ms) * 1e3:.1f} us, the bound widened {load[0]:.2f}x") if reference_now is not None else ""
     if per_round_load and any(x is not None for x in w.round_refs):
-        slowed = (f"; the reference, run after each round over the bound, showed the machine up to "
-                  f"{max(loads()):.2f}x slower than at the claim (each round's time divided by its own, "
-                  f"at most {LOAD_MAX:g}x)")
+        slowed = (f"; the reference, run after each round over the bound, showed the machine at least "
+                  f"{min(loads(), default=1.0):.2f}x slower than at the claim in every reading (the rounds' "
+                  f"times divided by that, at most {LOAD_MAX:g}x)")
     msg = (f"timing_disputed: the supervisor measured {len(w.costs) * k} calls of the solution from outside its "
            f"process at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
            f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
