@@ -31,7 +31,7 @@ def _row(ev: Any) -> Dict[str, Any]:
     claim = ev.performance.latency_ms * 1e3 if ev.performance else None
     est = (w.get("est_ms") or 0.0) * 1e3
     return {"status": ev.status.value, "claim_us": claim, "est_us": est, "bound_us": (w.get("bound_ms") or 0.0) * 1e3,
-            "rounds": len(w.get("round_ms") or []), "k": w.get("k"), "max_load": max(w.get("round_load") or [1.0]),
+            "rounds": len(w.get("round_ms") or []), "k": w.get("k"), "max_load": max([f for f in (w.get("round_load") or []) if f is not None] or [1.0]),
             "log": ev.log[-300:] if ev.status.value != "PASSED" else ""}
 
 

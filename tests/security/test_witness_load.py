@@ -140,17 +140,19 @@ def test_an_honest_cheap_call_on_a_machine_slower_at_the_witness_passes(lab: Lab
     w = ev.correctness.extra["witness"]
     lat = ev.performance.latency_ms
     assert w["k"] >= 32, w
-    # the reference ran after each round over the bound, and the rounds were divided by its least load
-    assert w["round_load"] and 1.0 < min(w["round_load"]) <= LOAD_MAX, w
+    # the reference ran after each round over the bound, and its least reading widened the bound
+    read = [f for f in w["round_load"] if f is not None]
+    assert read and 1.0 < min(read) == w["load"] <= LOAD_MAX, w
     assert w["est_ms"] <= w["bound_ms"], w
-    slowest = max(ms[1] - min(w["round_null_ms"]) for ms in w["round_ms"]) / w["k"]
+    least_null = min(n for n in w["round_null_ms"] if n is not None)
+    slowest = max(ms[1] - least_null for ms in w["round_ms"]) / w["k"]
     assert slowest > 2.0 * lat + 0.25 * 8 / w["k"], (w, lat)  # the unwidened bound would have disputed it
 
 
 def test_a_slower_machine_widens_a_cheap_calls_bound_by_at_most_load_max(lab: Lab) -> None:
     ev = _run_cheap(lab, 10.0, 20.0, "cheap_slowed_forged")
     assert ev.status.value == "RUNTIME_ERROR", ev.log
-    assert "timing_disputed" in ev.log and f"machine at least {LOAD_MAX:.2f}x slower" in ev.log, ev.log
+    assert "timing_disputed" in ev.log and f"the bound widened {LOAD_MAX:.2f}x" in ev.log, ev.log
 
 
 SPIKY_REFERENCE = """import gc
@@ -184,8 +186,8 @@ def test_one_slow_reference_round_does_not_excuse_a_forged_round(lab: Lab) -> No
     get one each: two reference rounds read 1.56x and 1.66x on the idle VM and `rewrite_stats_cheap`,
     a 20x forgery, PASSED at 17x (session 22). Here the reference's 2nd and 3rd witnessed rounds
     are 6x slower (nothing else is) and the cheap solution 4x slower in the witness than its claim:
-    every round is divided by the least load the reference read after any round, which a lasting
-    load (CI's) is in and a passing one is not. (Each round divided by the reading after it: PASSED.)"""
+    the bound widens by the least load the reference read after any round, which a lasting load
+    (CI's) is in and a passing one is not. (Each round divided by the reading after it: PASSED.)"""
     d = rms_definition(name="rmsnorm_spiky_reference").model_dump(mode="json")
     d["reference"] = SPIKY_REFERENCE.replace("__BASE__", str(CHEAP_BASE_MS)).replace("__K__", "128")
     d = Definition.model_validate(d)

@@ -1414,8 +1414,7 @@ def keep_null(sup: Any, key: str, value: Any) -> None:
     sup.__dict__.setdefault("_witness_null", {})[key] = (time.monotonic(), value)
 
 
-def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: int = 1,
-                    loads: Optional[List[float]] = None) -> float:
+def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: int = 1) -> float:
     """CPU: the time per call the rounds witnessed. A round without a null (None) counts as it is,
     the harness's share still in: it can only be over the solution's time. A round with one counts
     less the null measured right after it, and the `need`-th fastest of those counts (inf while
@@ -1429,12 +1428,10 @@ def paired_per_call(rounds: List[Tuple[float, Optional[float]]], k: int, need: i
     nulls 152, 82, 58, 31 and 40 us a call, the later nulls ~1.5 ms above the first: its second
     best, 40 us, passed under its 43 us bound; less the smallest null, 56 us). An honest round
     charged too little share is over its call's time by the nulls' spread over the round's calls
-    (~25 us a call at 64), well inside the bound's 2x + 31 us. `loads`: each round's slowdown
-    (`round_load` via `verify`'s `loads`, 1 where not measured), a round's time per call divided by it."""
-    loads = loads or [1.0] * len(rounds)
+    (~25 us a call at 64), well inside the bound's 2x + 31 us."""
     raw = [r / k for r, n in rounds if n is None]
     least = min((n for _, n in rounds if n is not None), default=None)
-    paired = sorted((r - least) / k / f for (r, n), f in zip(rounds, loads) if n is not None) if least is not None else []
+    paired = sorted((r - least) / k for r, n in rounds if n is not None) if least is not None else []
     return min(raw + ([paired[need - 1]] if len(paired) >= need else [math.inf]))
 
 
@@ -1930,16 +1927,16 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     reference_ms = (result.get("performance") or {}).get("reference_latency_ms")  # the reference runner's (own_reference)
     if not (isinstance(reference_ms, (int, float)) and math.isfinite(reference_ms) and reference_ms > 0):
         reference_ms = None
-    # CPU, a cheap call's rounds: the reference runs right after each round over the bound
-    # (`_Witness._reference_after`, `round_load`) and the rounds are divided by the least load it
-    # read (`loads`); fewer calls a round: one calibration at the end
+    # CPU, a cheap call's rounds: the reference runs right after each round over the unwidened
+    # bound (`_Witness._reference_after`, `round_load`) and the least load it read widens the bound
+    # (`least_round_load`); fewer calls a round: one calibration at the end
     per_round_load = cpu and k >= PAIRED_PASSES_MIN_CALLS and reference_ms is not None
 
-    def bound() -> float:
+    def bound(widened: bool = True) -> float:
         if claim is None:
             return math.inf
         n = null_per_call() if device != "cpu" else None
-        return slack * claim * par() * load[0] + abs_ms + (SHARE_NOISE_GPU * n if n is not None else 0.0)
+        return slack * claim * par() * (load[0] if widened else 1.0) + abs_ms + (SHARE_NOISE_GPU * n if n is not None else 0.0)
 
     def null_per_call() -> Optional[float]:
         if cpu:
@@ -1958,29 +1955,31 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         """CPU: each round's time with the null measured beside it (None: none was)."""
         return [(c[clock], n) for c, n in zip(w.costs, w.round_nulls)]
 
-    def loads() -> List[float]:
-        """Every round's slowdown: the least the reference read after any round so far (1 where it
-        read none). One reference round is one draw of the machine's noise, and a forger's rounds
-        over the bound get a draw each: two reference rounds in a row read 1.56x and 1.66x on the
-        idle VM and `rewrite_stats_cheap` (a 20x forgery) PASSED at 17x with each round divided by
-        the reading after it (session 22). A load that lasts, as CI's did through all 8 rounds, is
-        in every reading."""
+    def round_loads() -> List[Optional[float]]:
+        """The machine's slowdown the reference read after each round (None: not run after it)."""
         least = min((n for n in w.round_nulls if n is not None), default=None)
-        after = [round_load(x, least, k, reference_ms, abs_ms) for x in w.round_refs if x is not None] \
-            if reference_ms is not None else []
-        return [min(after, default=1.0)] * len(w.round_refs)
+        return [None if x is None else round_load(x, least, k, reference_ms, abs_ms) for x in w.round_refs]
+
+    def least_round_load() -> float:
+        """The machine's slowdown the reference read after the rounds over the bound: the least of
+        its readings (1 where it read none). One reference round is one draw of the machine's
+        noise, and a forger's rounds over the bound get a draw each: two reference rounds in a row
+        read 1.56x and 1.66x on the idle VM and `rewrite_stats_cheap` (a 20x forgery) PASSED at 17x
+        with each round divided by the reading after it (session 22). A load that lasts, as CI's did
+        through all 8 rounds, is in every reading."""
+        return min((f for f in round_loads() if f is not None), default=1.0)
 
     def last_round_over() -> bool:
         """The round just measured, less the least null, is over the bound (`with_reference`)."""
         paired = [n for n in w.round_nulls if n is not None]
         c, n = rounds()[-1]
-        return n is not None and (c - min(paired)) / k > bound()
+        return n is not None and (c - min(paired)) / k > bound(widened=False)
 
     def estimate(final: bool = False) -> float:
         if cpu:
-            est = paired_per_call(rounds(), k, need, loads())
+            est = paired_per_call(rounds(), k, need)
             if final and math.isinf(est) and w.costs:  # rounds ran out before `need` (FIB_WITNESS_ROUNDS, a failed null)
-                est = paired_per_call(rounds(), k, 1, loads())
+                est = paired_per_call(rounds(), k, 1)
             return est
         return witnessed_per_call([c[clock] for c in w.costs], k, null_per_call())
 
@@ -1995,11 +1994,12 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
             # the null call (cheap: the same inputs file) only where the raw time does not pass
             w.round(with_null=lambda: cached_null is None and estimate() > bound(), pre=pre if i == 0 else None,
                     with_reference=last_round_over if per_round_load else None)
+            if per_round_load:
+                load[0] = least_round_load()
             if w.bad or estimate() <= bound():
                 break
-            paired = [(x, f) for x, f in zip(rounds(), loads()) if x[1] is not None] if cpu else []
-            if need > 1 and len(paired) >= CLEAR_AFTER and \
-                    paired_per_call([x for x, _ in paired], k, 1, [f for _, f in paired]) > CLEAR_FACTOR * bound():
+            paired = [x for x in rounds() if x[1] is not None] if cpu else []
+            if need > 1 and len(paired) >= CLEAR_AFTER and paired_per_call(paired, k) > CLEAR_FACTOR * bound():
                 # every round so far far over the bound: more rounds would only cost. Not with few
                 # calls a round, where the fastest round counts: a kernel whose cost depends on its
                 # inputs needs its draws there (the fp8 MoE: fast on ~23% of them; three rounds
@@ -2036,7 +2036,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
                         "est_ms": None if est is None else round(est, 5), "bound_ms": round(bound(), 5),
                         "parallelism": round(par(), 2), "prestaged": w.prestaged,
                         "load": round(load[0], 3),
-                        "round_load": [round(f, 3) for f in loads()] if per_round_load else None,
+                        "round_load": [None if f is None else round(f, 3) for f in round_loads()] if per_round_load else None,
                         "round_reference_ms": [None if x is None else round(x, 4) for x in w.round_refs] if per_round_load else None,
                         "reference_now_ms": None if reference_now is None else round(reference_now, 5),
                         "bad_calls": len(w.bad), "errors": {k: float(f"{v:.6g}") for k, v in w.errors.items()},
@@ -2071,9 +2071,9 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
     slowed = (f"; the reference ran at {reference_now * 1e3:.1f} us a call beside it against its "
               f"{float(reference_ms) * 1e3:.1f} us, the bound widened {load[0]:.2f}x") if reference_now is not None else ""
     if per_round_load and any(x is not None for x in w.round_refs):
-        slowed = (f"; the reference, run after each round over the bound, showed the machine at least "
-                  f"{min(loads(), default=1.0):.2f}x slower than at the claim in every reading (the rounds' "
-                  f"times divided by that, at most {LOAD_MAX:g}x)")
+        slowed = (f"; the reference, run after each of {sum(x is not None for x in w.round_refs)} rounds over the "
+                  f"bound, read the machine at least {load[0]:.2f}x slower than at the claim: the bound widened "
+                  f"{load[0]:.2f}x")
     msg = (f"timing_disputed: the supervisor measured {len(w.costs) * k} calls of the solution from outside its "
            f"process at {est * 1e3:.1f} us each ({'CPU time of its cgroup' if cpu else 'wall time'}, the "
            f"harness's share subtracted), the runner claimed {lat * 1e3:.2f} us: more than {slack:g}x + "
