@@ -70,9 +70,6 @@ STOPPED_BY: Dict[str, str] = {
     # the round's outputs file (or swap it for a link to the inputs): see its own test
     "calibration_forge": "timing_disputed",
     "calibration_leftover_thread": "timing_disputed",
-    # session 22: the same thread beside a 5x forgery of a cheap call, whose rounds are each
-    # compared with the reference run right after them (`_Witness._reference_after`)
-    "calibration_leftover_cheap": "timing_disputed",
     # session 21 (a helper's round on the chained calls): rows of the harness's results emptied
     # (PASSED at 22x: a row describing no output was checked on none), outputs as a tensor subclass
     # whose __torch_function__ ran inside the harness's chain and save (22x; and one blinding the
@@ -174,6 +171,19 @@ def _assert_stopped(lab: Lab, name: str, why: str, baseline: Trace, small_baseli
         assert ev.status.value == "PASSED"
         assert ev.performance.reference_latency_ms < 10 * baseline.evaluation.performance.reference_latency_ms
     _assert_honest_unaffected(lab, small_baseline)
+
+
+def test_a_leftover_thread_beside_a_cheap_forgery_is_disputed(lab: Lab) -> None:
+    """`calibration_leftover_thread` with one RMSNorm a call (session 22): a 5x forgery of a cheap
+    call, whose rounds of 128 calls are each followed by the reference on their inputs
+    (`_Witness._reference_after`) while its thread churns 768 MiB, hoping the reference reads
+    slow and the bound widens. Disputed (110-122 us a call witnessed: the churn is in its own
+    rounds), and the honest solution after it is unaffected."""
+    small = _good(lab, SMALL)
+    t = lab.run("calibration_leftover_thread", workload=WL, COST=1)
+    ev = t.evaluation
+    assert ev.status.value != "PASSED" and "timing_disputed" in ev.log, (ev.status, ev.log[-1500:])
+    _assert_honest_unaffected(lab, small)
 
 
 def test_a_content_cache_across_evaluations_gains_nothing(lab: Lab) -> None:
