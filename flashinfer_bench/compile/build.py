@@ -10,7 +10,6 @@ rebuilds at once.
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import logging
 import os

@@ -179,8 +179,9 @@ PAIRED_PASSES_MIN_CALLS = 32
 # witnessed at 7.1 ms a call in every one of 8 rounds (its bound 4.8 ms) while the suite loaded the
 # 2-core VM; a forger cannot make the reference slower (it is stopped), and the bound of a 20x
 # forgery widens to at most LOAD_MAX x the slack (docs/security.md). A cheap call's rounds (at least
-# PAIRED_PASSES_MIN_CALLS calls) are each compared with the reference run right after them instead
-# (`_Witness._reference_after`, `round_load`): CI's load comes and goes within a test (session 22)
+# PAIRED_PASSES_MIN_CALLS calls) are followed by the reference instead, each one over the bound, and
+# the least slowdown it read widens the bound (`_Witness._reference_after`, `round_load`): CI's load
+# comes and goes within a test (session 22)
 LOAD_MAX = float(os.environ.get("FIB_WITNESS_LOAD_MAX", "3.0"))
 CALIBRATION_TWICE_MS = 250.0  # the calibration round runs twice (its fastest counts) while that cheap
 
@@ -876,14 +877,15 @@ def check(state: Any, request: Dict[str, Any], seed: int, calls: List[List[Dict[
 
     bad: List[Tuple[int, str]] = []  # (call, why)
     judged: List[Tuple[int, Any, Any, Any]] = []  # (call, outputs, reference, inputs) of the right structure
-    chained: List[Optional[int]] = []  # the input the chain moves: the same for every call, found once
+    chain_at: Optional[int] = None  # the input the chain moves: the same for every call, found once
+    chain_found = False
     for i, outs in enumerate(all_outs):
         pristine = made[at[i]] if made is not None else _make(ev, seed, at[i])
         chain = None
         if at[i] > 0 and before[i] is not None:
-            if not chained:
-                chained.append(_chain_index(ev, pristine))
-            chain = chained[0]
+            if not chain_found:
+                chain_at, chain_found = _chain_index(ev, pristine), True
+            chain = chain_at
         if chain is not None:  # the inputs the call ran on: its drawn ones moved by the call before's outputs
             pristine = _chained(pristine, chain, before[i])
         prob = check_structure(outs, ev.definition, ev.out_shapes, ev.device)
@@ -1938,10 +1940,14 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
         n = null_per_call() if device != "cpu" else None
         return slack * claim * par() * (load[0] if widened else 1.0) + abs_ms + (SHARE_NOISE_GPU * n if n is not None else 0.0)
 
+    def least_null() -> Optional[float]:
+        """CPU: the least null measured beside a round, charged to every round (`paired_per_call`)."""
+        return min((n for n in w.round_nulls if n is not None), default=None)
+
     def null_per_call() -> Optional[float]:
         if cpu:
-            paired = [n for n in w.round_nulls if n is not None]
-            return min(paired) / k if paired else None
+            least = least_null()
+            return least / k if least is not None else None
         nulls = [cached_null] if cached_null is not None else w.nulls
         return min(n[clock] for n in nulls) / k if nulls else None
 
@@ -1957,7 +1963,7 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
 
     def round_loads() -> List[Optional[float]]:
         """The machine's slowdown the reference read after each round (None: not run after it)."""
-        least = min((n for n in w.round_nulls if n is not None), default=None)
+        least = least_null()
         return [None if x is None else round_load(x, least, k, reference_ms, abs_ms) for x in w.round_refs]
 
     def least_round_load() -> float:
@@ -1971,9 +1977,8 @@ def verify(sup: Any, r: Any, request: Dict[str, Any], result: Dict[str, Any], de
 
     def last_round_over() -> bool:
         """The round just measured, less the least null, is over the bound (`with_reference`)."""
-        paired = [n for n in w.round_nulls if n is not None]
         c, n = rounds()[-1]
-        return n is not None and (c - min(paired)) / k > bound(widened=False)
+        return n is not None and (c - least_null()) / k > bound(widened=False)
 
     def estimate(final: bool = False) -> float:
         if cpu:
