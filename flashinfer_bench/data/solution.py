@@ -95,6 +95,10 @@ class SourceFile(BaseModel):
         return None
 
 
+# the author whose solution is the definition's baseline (FlashInfer-Bench's rule: one a definition)
+BASELINE_AUTHOR = "baseline"
+
+
 class Solution(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: NameStr = Field(min_length=1)
@@ -103,6 +107,11 @@ class Solution(BaseModel):
     spec: BuildSpec
     sources: List[SourceFile] = Field(min_length=1)
     description: Optional[str] = None
+
+    @property
+    def is_baseline(self) -> bool:
+        """Whether the author is `baseline` (any case)."""
+        return self.author.lower() == BASELINE_AUTHOR
 
     def problems(self) -> List[str]:
         out = []

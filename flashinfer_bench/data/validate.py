@@ -624,6 +624,12 @@ def validate_trace_set(
             c.add(s, [f for f in solution_problems(s, ts.definitions) if f.field != "definition"])
         else:
             c.add(s, solution_problems(s, ts.definitions))
+    for dname in sorted(ts.solutions):
+        claims = [s for s in ts.solutions_for(dname) if s.is_baseline]
+        for s in claims if len(claims) > 1 else []:
+            others = ", ".join(x.name for x in claims if x is not s)
+            c.add(s, [_warn("author", f"definition {dname!r} has {len(claims)} solutions by the author 'baseline' "
+                                      f"(also {others}); a definition has one baseline, so reports show no speedup vs baseline for it")])
 
     seen_uuid: Dict[str, Trace] = {}
     checked: Dict[str, Workload] = {}

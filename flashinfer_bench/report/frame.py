@@ -16,7 +16,6 @@ from flashinfer_bench.data import Definition, EvaluationStatus, ShapeError, Trac
 from .roofline import achieved, datasheet_peak_gbps, measured_peaks, percent
 from .units import workload_label
 
-BASELINE_AUTHOR = "baseline"
 
 # Columns of the frame, in order (also the columns of an empty frame).
 COLUMNS = [
@@ -86,7 +85,7 @@ def _meta(ts: TraceSet, t: Trace, cache: Dict[Any, Any]) -> tuple:
         sol = cache[key] = {
             "op_type": d.op_type if d is not None else "", "definition_known": d is not None,
             "author": s.author if s is not None else "", "language": str(s.spec.language) if s is not None else "",
-            "solution_known": s is not None, "is_baseline": s is not None and s.author.lower() == BASELINE_AUTHOR,
+            "solution_known": s is not None, "is_baseline": s is not None and ts.baseline_of(t.definition) is s,
         }
     axes = t.workload.axes
     wkey = ("w", t.definition, t.workload.uuid, tuple(axes.items()))
@@ -202,7 +201,8 @@ def _fill_roofline(rows: List[Dict[str, Any]]) -> None:
 
 
 def _fill_baseline(df: pd.DataFrame) -> None:
-    """speedup_vs_baseline = fastest correct `baseline`-author latency / this latency, per workload."""
+    """speedup_vs_baseline = the definition's baseline's latency / this latency, per workload (a
+    definition with several `baseline`-author solutions has none: `TraceSet.baseline_of`)."""
     base = df[df["is_baseline"] & df["timed"] & ~df["stale"]]
     if base.empty:
         return

@@ -1,8 +1,9 @@
 """The summary: traces by status, and per (definition, hardware) a leaderboard and a
 solutions x workloads matrix.
 
-Works with any number of solutions and authors. When a solution by the author `baseline`
-exists, speedups against it are added next to speedups against the definition's reference.
+Works with any number of solutions and authors. When a definition has one solution by the author
+`baseline`, speedups against it are added next to speedups against the definition's reference
+(with several, none: a note says which claim it).
 Geometric means are taken over the workloads a solution passed with a finite, positive speedup;
 `passed`/`workloads` says how many that was, so a solution that fails half its workloads cannot
 hide behind a good mean.
@@ -270,6 +271,11 @@ def _notes(ts: TraceSet, df: pd.DataFrame, empty_reason: str = "") -> List[str]:
             n_w = len(ts.workloads_for(name))
             n_s = len(ts.solutions_for(name))
             notes.append(f"Definition {name}: no traces ({n_s} solution(s), {n_w} workload(s) in the dataset).")
+    for name in sorted(ts.definitions):
+        claims = [s.name for s in ts.solutions_for(name) if s.is_baseline]
+        if len(claims) > 1:
+            notes.append(f"Definition {name}: {len(claims)} solutions claim the author 'baseline' ({', '.join(claims)}); "
+                         "a definition has one baseline, so no speedup vs baseline is shown for it.")
     if not df.empty:
         for name in sorted(set(df.loc[~df["definition_known"], "definition"])):
             n = int((df["definition"] == name).sum())

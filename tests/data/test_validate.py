@@ -255,6 +255,19 @@ def test_duplicate_solution_name(ds: Path) -> None:
     assert len(errs) == 1 and "duplicate solution name 'rmsnorm_torch'" in errs[0]
 
 
+def test_a_second_baseline_author_is_named_in_both_files(ds: Path) -> None:
+    """A solution names its own author: two that claim `baseline` leave the definition without
+    one, and validate says so on each file (a warning: the run itself is fine)."""
+    edit_json(ds / SOLUTION, lambda s: s.update(author="baseline"))
+    write_json(ds / "solutions/x/rival.json", {**SOL, "name": "rival", "author": "Baseline"})
+    assert errors(ds) == []
+    warns = warnings(ds)
+    assert len(warns) == 2, warns
+    assert any(w.startswith(f"ds/{SOLUTION}: author: definition 'rmsnorm_d4096' has 2 solutions by the author "
+                            "'baseline' (also rival)") for w in warns)
+    assert any(w.startswith("ds/solutions/x/rival.json: author:") and "(also rmsnorm_torch)" in w for w in warns)
+
+
 # ------------------------------------------------------------------ traces and layout
 def _trace_lines(ds: Path, **kw: Any) -> List[dict]:
     ts = TraceSet.from_path(ds)

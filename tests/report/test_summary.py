@@ -82,6 +82,24 @@ def test_without_baseline_author_no_baseline_numbers():
     assert s.leaderboard.geomean_speedup.notna().any()
 
 
+def test_a_second_solution_claiming_baseline_sets_no_yardstick():
+    """Any solution may name its author `baseline`; a faster second one must not become the
+    yardstick of the others (upstream refuses such a dataset): no speedup vs baseline for that
+    definition, a note naming both, and the other definitions keep theirs."""
+    ts = ds.build()
+    rms = ts.get_definition("rmsnorm_h4096")
+    ts.add_solution(ds.solution("fast_claim", rms.name, "baseline"))
+    w = ts.workloads_for(rms.name)[0].workload
+    ts.add_trace(ds.passed(rms.name, "fast_claim", w, ds.H100, 0.0001, 0.03))
+    s = summarize(ts)
+    lb = s.leaderboard
+    assert lb[lb.definition == "rmsnorm_h4096"].geomean_speedup_vs_baseline.isna().all()
+    assert s.frame[s.frame.definition == "rmsnorm_h4096"].speedup_vs_baseline.isna().all()
+    assert lb[lb.definition != "rmsnorm_h4096"].geomean_speedup_vs_baseline.notna().any()
+    assert any("rmsnorm_h4096: 2 solutions claim the author 'baseline' (torch_baseline, fast_claim)" in n
+               for n in s.notes), s.notes
+
+
 def test_many_authors_and_solutions(summary):
     lb = summary.leaderboard
     sub = lb[(lb.definition == "rmsnorm_h4096") & (lb.hardware == ds.H100)]
