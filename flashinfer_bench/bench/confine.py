@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ..sandbox import landlock as ll
-from ..sandbox import cgroup, mounts, ns, seccomp
+from ..sandbox import cgroup, mounts, ns, rlimits, seccomp
 from ..sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
@@ -244,6 +244,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         n = settings.nofile if hard == resource.RLIM_INFINITY else min(settings.nofile, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
         limits["nofile"] = n
+        limits["sigpending"] = rlimits.limit_queued_signals()
         if seccomp.available():
             try:
                 notes["seccomp"] = seccomp.install(deny_memfd=on_cpu)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..sandbox import mounts, ns, seccomp
+from ..sandbox import mounts, ns, rlimits, seccomp
 from ..sandbox import landlock as ll
 from ..sandbox.policy import Settings, allowed_environment, build_ruleset
 from ..sandbox.procfs import task_state
@@ -55,6 +55,7 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     n = settings.nofile if hard == resource.RLIM_INFINITY else min(settings.nofile, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    rlimits.limit_queued_signals()
     # one file's size (a sparse 1 TiB file was published with the artifact: `build_disk_fill`);
     # the whole build directory's is the parent's check before publishing (build.BUILD_MAX_MB)
     fsize = int(os.environ.get("FIB_BUILD_FSIZE_MB", "2048")) << 20

@@ -11,7 +11,8 @@ kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its re
 this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata (mode, owner,
 times, extended attributes: by path, descriptor or *at call; Landlock does not govern metadata),
 memfd_secret (memory no one else can see), System V IPC and POSIX message queues (they outlive the
-process, mapped by nobody), and any call that acts on another process by its id (its priority,
+process, mapped by nobody), inotify and the fcntl commands that hold other processes up or use up
+what the host's user shares (leases, directory notifications, pipe sizes: `FCNTL_DENIED`), and any call that acts on another process by its id (its priority,
 CPU affinity, scheduling class, NUMA pages, resource limits: `SELF_ONLY`). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
 denied as a whole.
 
@@ -141,7 +142,19 @@ DENIED: Dict[str, Tuple[int, int]] = {
     # another process's memory, by pidfd (its pages paged out: a slower reference)
     "process_madvise": (440, errno.EPERM),
     "process_mrelease": (448, errno.EPERM),
+    # inotify instances are counted per user, and a runner's user is the host's: a parked runner
+    # held all 128 of them and every other process of that user got EMFILE (`user_quota_parked`)
+    "inotify_init": (253, errno.EPERM),
+    "inotify_init1": (294, errno.EPERM),
 }
+# fcntl commands refused (x86_64 fcntl is 72; the command is argument 1): a read lease
+# (F_SETLEASE) needs only a read-only descriptor of a file its user owns, and a runner's user owns
+# the dataset: while a parked runner held one, a trusted writer opening that file to append
+# waited 46 s (`lease_dataset_files`); F_NOTIFY is the same family (directory notifications); a
+# pipe grown with F_SETPIPE_SZ counts against the user's pipe pages, over whose soft limit every
+# new pipe of an unprivileged process of that user got one page (`user_quota_parked`)
+FCNTL = 72
+FCNTL_DENIED = {"F_SETLEASE": 1024, "F_NOTIFY": 1026, "F_SETPIPE_SZ": 1031}
 # Calls that act on a process named by an argument: allowed on the caller itself only (that
 # argument 0). A GPU runner has no pid namespace (it broke CUDA init), and a process of the same
 # user may lower another's priority, pin it to one CPU, give it SCHED_IDLE, page its memory to
@@ -198,6 +211,11 @@ def program(deny_memfd: bool = False) -> List[Tuple[int, int, int, int]]:
             block += [(_LD_W_ABS, 0, 0, 16 + 8 * i), (_JEQ, 1, 0, value), (_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
         block.append((_RET, 0, 0, _RET_ALLOW))
         p += [(_JEQ, 0, len(block), nr)] + block
+    block = [(_LD_W_ABS, 0, 0, 16 + 8 * 1)]  # fcntl's command (low 32 bits of args[1])
+    for cmd in FCNTL_DENIED.values():
+        block += [(_JEQ, 0, 1, cmd), (_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
+    block.append((_RET, 0, 0, _RET_ALLOW))
+    p += [(_JEQ, 0, len(block), FCNTL)] + block
     p += [
         (_JEQ, 0, 4, _CLONE),
         (_LD_W_ABS, 0, 0, 16),  # clone flags (low 32 bits of args[0])
@@ -222,4 +240,5 @@ def install(deny_memfd: bool = False) -> Dict[str, object]:
     r = _sys.syscall("seccomp", ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(_FLAG_TSYNC), ctypes.byref(prog))
     if r != 0:  # TSYNC: the id of a thread that could not be synchronised
         raise OSError(errno.EBUSY, f"seccomp: thread {r} could not take the filter")
-    return {"denied": sorted(DENIED) + ([MEMFD_CREATE[0]] if deny_memfd else []), "instructions": len(insns)}
+    return {"denied": sorted(DENIED) + ([MEMFD_CREATE[0]] if deny_memfd else []) + [f"fcntl {c}" for c in FCNTL_DENIED],
+            "instructions": len(insns)}

@@ -767,3 +767,45 @@ def test_a_sampler_wrong_only_when_witnessed_is_caught(lab: Lab) -> None:
         assert ev.status.value == want, (sol.name, ev.status, ev.log[-2000:])
         if want != "PASSED":
             assert "witness_wrong" in ev.log, ev.log[-2000:]
+
+
+def test_a_parked_runner_holds_no_lease_on_the_dataset(lab: Lab, unchanged) -> None:
+    """A read lease needs only a read-only descriptor of a file its user owns, and a runner's user
+    owns the dataset: while a parked runner held leases (`lease_dataset_files`, a helper's red team,
+    session 23), a trusted process opening the workloads file to append waited 46 s (the kernel's
+    lease-break time). seccomp now refuses F_SETLEASE and F_NOTIFY."""
+    t = lab.run("lease_dataset_files")
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
+    assert "read leases held on 0 files" in t.evaluation.log, t.evaluation.log[-1500:]
+    assert "lease: Operation not permitted" in t.evaluation.log, t.evaluation.log[-1500:]
+    jsonl = sorted(Path(lab.dataset).rglob("*.jsonl"))
+    assert jsonl
+    for path in jsonl:  # the runner is parked now; with a lease held this open fails (EWOULDBLOCK)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+        os.close(fd)
+    unchanged()
+    _assert_next_is_fine(lab)
+
+
+def test_a_parked_runner_leaves_its_users_counts_to_others(lab: Lab) -> None:
+    """What the kernel counts per user is shared with the host's processes of that user: a parked
+    runner (`user_quota_parked`, session 23) held all 128 inotify instances (EMFILE for everyone
+    else), queued 96291 real-time signals (timer_create failed with EAGAIN outside the sandbox)
+    and grew pipes to 1 MiB until new pipes of unprivileged processes got one page. Now inotify
+    and F_SETPIPE_SZ are refused and a runner may queue 1024 signals."""
+    import ctypes
+
+    t = lab.run("user_quota_parked")
+    log = t.evaluation.log
+    assert t.evaluation.status.value == "PASSED", log[-1500:]
+    assert "inotify instances 0 (Operation not permitted)" in log and "1 MiB pipes 0 (Operation not permitted)" in log, log[-1500:]
+    queued = int(re.search(r"queued RT signals (\d+)", log).group(1))
+    assert queued <= 1024, log[-1500:]
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(0)  # the runner is parked now: this process still gets an instance
+    assert fd >= 0, os.strerror(ctypes.get_errno())
+    os.close(fd)
+    timer = ctypes.c_void_p()
+    assert libc.timer_create(1, None, ctypes.byref(timer)) == 0, os.strerror(ctypes.get_errno())  # CLOCK_MONOTONIC
+    libc.timer_delete(timer)
+    _assert_next_is_fine(lab)
