@@ -6,6 +6,8 @@ per-round load (`witness.round_load`). Run it beside a load (e.g. the README's p
 loaded machine does to honest traces; `--jsonl` keeps each evaluation's row.
 
     python benchmarks/honest_disputes.py --n 150 [--batch 8] [--jsonl rows.jsonl]
+    python benchmarks/honest_disputes.py --definition ../shared/real-sample/definitions/rmsnorm/rmsnorm_h4096.json \
+        --axes '{"batch_size": 4}'   # a real definition, its reference as the solution (test_real_families)
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ sys.path.insert(0, str(REPO))
 from flashinfer_bench.bench.client import evaluate_via_worker, shutdown_worker  # noqa: E402
 from flashinfer_bench.bench.config import EvalConfig  # noqa: E402
 from flashinfer_bench.bench.loader import _shim_build  # noqa: E402
+from flashinfer_bench.data import Definition, Workload  # noqa: E402
 
 from tests.bench.conftest import GOOD_VR, make_solution, rms_definition, rms_workload  # noqa: E402
 
@@ -44,17 +47,24 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--jsonl", default="")
+    ap.add_argument("--definition", default="", help="a definition's JSON file: its reference is the solution")
+    ap.add_argument("--axes", default="{}", help="the workload's var axes (JSON), with --definition")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="fib-honest-disputes-"))
     # the security and bench tests' budgets: a short claim measurement, as in CI
     cfg = EvalConfig(device="cpu", worker_dir=str(tmp / "w"), cache_dir=str(tmp / "c"), max_time_s=0.03,
                      warmup_max_s=0.01, warmup_min_s=0.0, iterations=10, timeout_s=60, idle_timeout_s=300)
-    d, wl = rms_definition(), rms_workload(args.batch, uuid=f"honest_b{args.batch}")
+    if args.definition:
+        d = Definition.model_validate(json.loads(Path(args.definition).read_text()))
+        wl = Workload(axes=json.loads(args.axes), inputs={}, uuid=f"honest_{d.name}")
+        source = d.reference
+    else:
+        d, wl, source = rms_definition(), rms_workload(args.batch, uuid=f"honest_b{args.batch}"), GOOD_VR
     rows: List[Dict[str, Any]] = []
     out = open(args.jsonl, "w") if args.jsonl else None
     try:
         for i in range(args.n):
-            sol = make_solution(f"honest_{i}", GOOD_VR + f"\n# {i}\n", d)
+            sol = make_solution(f"honest_{i}", source + f"\n# {i}\n", d)
             rows.append(_row(evaluate_via_worker(d, sol, wl, _shim_build(sol, tmp / "cache"), cfg).evaluation))
             if out:
                 out.write(json.dumps(rows[-1]) + "\n")
