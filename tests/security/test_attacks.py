@@ -809,3 +809,50 @@ def test_a_parked_runner_leaves_its_users_counts_to_others(lab: Lab) -> None:
     assert libc.timer_create(1, None, ctypes.byref(timer)) == 0, os.strerror(ctypes.get_errno())  # CLOCK_MONOTONIC
     libc.timer_delete(timer)
     _assert_next_is_fine(lab)
+
+
+def test_a_torch_mode_left_active_fails_the_evaluation(lab: Lab) -> None:
+    """A TorchFunctionMode entered and never left intercepts every torch call the harness makes
+    after the solution's: `mode_disarm_checks` made the runner's comparisons say "equal", so
+    outputs never written passed its trials (session 23; only the witness caught it). No function
+    is replaced, so the guard now counts the torch mode stacks like a trace hook."""
+    t = lab.run("mode_disarm_checks")
+    assert t.evaluation.status.value == "RUNTIME_ERROR", t.evaluation.log[-1500:]
+    assert "timer_patched" in t.evaluation.log and "torch function mode stack" in t.evaluation.log, t.evaluation.log[-1500:]
+    _assert_next_is_fine(lab)
+
+
+def test_an_audit_hook_is_refused(lab: Lab) -> None:
+    """An audit hook cannot be removed and runs inside the harness at every audited event:
+    `audit_hook_result` divided the result's latency inside the guard's last /proc read, before
+    the sealer signed it (session 23; the witness caught the forged number). The runner's own
+    hook, added before any solution, now refuses it, and the try fails the evaluation."""
+    t = lab.run("audit_hook_result")
+    assert t.evaluation.status.value == "RUNTIME_ERROR", t.evaluation.log[-1500:]
+    assert "timer_patched" in t.evaluation.log and "sys.addaudithook" in t.evaluation.log, t.evaluation.log[-1500:]
+    _assert_next_is_fine(lab)
+
+
+MODE_INSIDE_ITS_CALL = '''
+import torch
+from torch.overrides import TorchFunctionMode
+
+
+class _Count(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def run(x, weight, eps):
+    with _Count():  # entered and left within the call: the harness never runs under it
+        return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, float(eps))
+'''
+
+
+def test_a_torch_mode_used_inside_a_call_is_fine(lab: Lab) -> None:
+    sol = make_solution("mode_inside_its_call", MODE_INSIDE_ITS_CALL, lab.definition)
+    ev = evaluate_via_worker(lab.definition, sol, rms_workload(16), _shim_build(sol, lab.cache), lab.config,
+                             dataset_root=lab.dataset).evaluation
+    assert ev.status.value == "PASSED", ev.log[-1500:]
+    assert "timer_patched" not in ev.log and "torch_patched" not in ev.log, ev.log[-1500:]
+

@@ -164,7 +164,51 @@ def trace_hooks() -> Dict[str, Any]:
     if monitoring is not None:
         for tool in range(6):
             hooks[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
+    hooks["sys.addaudithook (refused)"] = _AUDIT_TRIES[0]
+    hooks.update(_mode_stacks())
     return hooks
+
+
+def _mode_stacks() -> Dict[str, int]:
+    """How many torch function and dispatch modes are active: a mode the solution entered and
+    left active after its call intercepts every torch operation the harness makes afterwards, no
+    function replaced (`mode_disarm_checks` made the runner's comparisons say "equal", and
+    outputs never written passed its trials and re-checks)."""
+    import torch
+
+    out = {}
+    length = getattr(torch._C, "_len_torch_function_stack", None)
+    at = getattr(torch._C, "_get_function_stack_at", None)
+    if length is not None and at is not None:
+        # `torch.set_default_device` is a function mode too (DeviceContext): a solution may set it,
+        # what it changes (where new tensors go) the checks of the outputs see
+        out["harness: torch function mode stack"] = sum(
+            type(at(i)).__name__ != "DeviceContext" for i in range(int(length())))
+    length = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    if length is not None:
+        out["harness: torch dispatch mode stack"] = int(length())
+    return out
+
+
+# audit hooks cannot be listed or removed, and one runs inside the harness at every audited event
+# (`audit_hook_result` divided the result's latency while the guard read /proc, before the sealer
+# signed it): the runner's own hook, added first, refuses every later one (CPython suppresses the
+# RuntimeError and leaves the new hook out) and counts the tries
+_AUDIT_TRIES = [0]
+
+
+def refuse_audit_hooks() -> None:
+    """Install the hook that refuses later audit hooks (once per process, before any solution)."""
+    if getattr(refuse_audit_hooks, "installed", False):
+        return
+
+    def _refuse(event: str, _args: Any) -> None:
+        if event == "sys.addaudithook":
+            _AUDIT_TRIES[0] += 1
+            raise RuntimeError("the runner takes no audit hooks")
+
+    sys.addaudithook(_refuse)
+    refuse_audit_hooks.installed = True  # type: ignore[attr-defined]
 
 
 def _children() -> List[int]:
@@ -175,6 +219,7 @@ class Guard:
     """Snapshot at start; `check()` after a solution is loaded and after each evaluation."""
 
     def __init__(self) -> None:
+        refuse_audit_hooks()
         self._watched = watched_objects()
         self._names = {label: (owner, set(vars(owner))) for label, owner in _namespaces().items()}
         self._threads = {t.ident for t in threading.enumerate()}
@@ -212,6 +257,7 @@ class Guard:
                 if monitoring.get_tool(tool) != self._hooks.get(f"sys.monitoring tool {tool}"):
                     monitoring.set_events(tool, 0)
                     monitoring.free_tool_id(tool)
+        self._pop_modes()
         for n, c in self._codes.items():
             fn = getattr(self._watched[n][2], "__func__", self._watched[n][2])
             if fn.__code__ is not c:
@@ -227,6 +273,19 @@ class Guard:
                 delattr(owner, name)
             except (AttributeError, TypeError):
                 pass
+
+    def _pop_modes(self) -> None:
+        """Leave the torch modes entered since the snapshot (the runner is replaced anyway; the
+        reference and the rest of this reply must not run under them)."""
+        import torch
+
+        pops = {"harness: torch function mode stack": getattr(torch._C, "_pop_torch_function_stack", None),
+                "harness: torch dispatch mode stack": getattr(torch._C, "_pop_torch_dispatch_stack", None)}
+        now = _mode_stacks()
+        for label, pop in pops.items():
+            for _ in range(max(0, now.get(label, 0) - int(self._hooks.get(label) or 0))):
+                if pop is not None:
+                    pop()  # the innermost, the solution's (a DeviceContext above it goes too)
 
     def leftovers(self) -> Tuple[List[str], List[int]]:
         """(new Python threads still alive, child processes still alive) since the snapshot."""
