@@ -261,12 +261,16 @@ class TraceSet:
     def solutions_for(self, definition: str) -> List[Solution]:
         return list(self.solutions.get(definition, []))
 
+    def baseline_claims(self, definition: str) -> List[Solution]:
+        """The definition's solutions by the author `baseline`."""
+        return [s for s in self.solutions.get(definition, []) if s.is_baseline]
+
     def baseline_of(self, definition: str) -> Optional[Solution]:
         """The definition's baseline: its one solution by the author `baseline`, or None where it
         has none or several. A solution names its own author, so a second one claiming
         `baseline` must not silently become the yardstick of the others (the report says why
         the column is empty; `validate` warns)."""
-        found = [s for s in self.solutions.get(definition, []) if s.is_baseline]
+        found = self.baseline_claims(definition)
         return found[0] if len(found) == 1 else None
 
     def workloads_for(self, definition: str) -> List[Trace]:

@@ -625,7 +625,7 @@ def validate_trace_set(
         else:
             c.add(s, solution_problems(s, ts.definitions))
     for dname in sorted(ts.solutions):
-        claims = [s for s in ts.solutions_for(dname) if s.is_baseline]
+        claims = ts.baseline_claims(dname)
         for s in claims if len(claims) > 1 else []:
             others = ", ".join(x.name for x in claims if x is not s)
             c.add(s, [_warn("author", f"definition {dname!r} has {len(claims)} solutions by the author 'baseline' "

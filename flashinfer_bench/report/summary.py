@@ -272,7 +272,7 @@ def _notes(ts: TraceSet, df: pd.DataFrame, empty_reason: str = "") -> List[str]:
             n_s = len(ts.solutions_for(name))
             notes.append(f"Definition {name}: no traces ({n_s} solution(s), {n_w} workload(s) in the dataset).")
     for name in sorted(ts.definitions):
-        claims = [s.name for s in ts.solutions_for(name) if s.is_baseline]
+        claims = [s.name for s in ts.baseline_claims(name)]
         if len(claims) > 1:
             notes.append(f"Definition {name}: {len(claims)} solutions claim the author 'baseline' ({', '.join(claims)}); "
                          "a definition has one baseline, so no speedup vs baseline is shown for it.")

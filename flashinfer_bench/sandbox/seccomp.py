@@ -12,8 +12,9 @@ this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata 
 times, extended attributes: by path, descriptor or *at call; Landlock does not govern metadata),
 memfd_secret (memory no one else can see), System V IPC and POSIX message queues (they outlive the
 process, mapped by nobody), inotify and the fcntl commands that hold other processes up or use up
-what the host's user shares (leases, directory notifications, pipe sizes: `FCNTL_DENIED`), and any call that acts on another process by its id (its priority,
-CPU affinity, scheduling class, NUMA pages, resource limits: `SELF_ONLY`). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
+what the host's user shares (leases, directory notifications, pipe sizes: `FCNTL_DENIED`), and
+any call that acts on another process by its id (its priority, CPU affinity, scheduling class,
+NUMA pages, resource limits: `SELF_ONLY`). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
 denied as a whole.
 
 `install(deny_memfd=True)` also denies memfd_create: an anonymous file's pages are shared memory

@@ -279,13 +279,16 @@ class Guard:
         reference and the rest of this reply must not run under them)."""
         import torch
 
-        pops = {"harness: torch function mode stack": getattr(torch._C, "_pop_torch_function_stack", None),
-                "harness: torch dispatch mode stack": getattr(torch._C, "_pop_torch_dispatch_stack", None)}
-        now = _mode_stacks()
-        for label, pop in pops.items():
-            for _ in range(max(0, now.get(label, 0) - int(self._hooks.get(label) or 0))):
-                if pop is not None:
-                    pop()  # the innermost, the solution's (a DeviceContext above it goes too)
+        stacks = {"harness: torch function mode stack": ("_pop_torch_function_stack", "_len_torch_function_stack"),
+                  "harness: torch dispatch mode stack": ("_pop_torch_dispatch_stack", "_len_torch_dispatch_stack")}
+        for label, (pop_name, len_name) in stacks.items():
+            pop, length = getattr(torch._C, pop_name, None), getattr(torch._C, len_name, None)
+            if pop is None or length is None:
+                continue
+            # the innermost first, until the count is the snapshot's (a DeviceContext above the
+            # solution's mode goes too: it does not count, but it is in the way)
+            while _mode_stacks().get(label, 0) > int(self._hooks.get(label) or 0) and length() > 0:
+                pop()
 
     def leftovers(self) -> Tuple[List[str], List[int]]:
         """(new Python threads still alive, child processes still alive) since the snapshot."""

@@ -790,10 +790,10 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
             if chained is not None and i > 0:  # call i's inputs exist only once call i-1 returned
                 args = _chained(args, chained, results[-1])
             if runnable is None:
-                # on a CPU outputs of its own a call, written, as a solution's are: each row is
-                # kept until the round's save, so every call's outputs are fresh pages (their
-                # faults, and their frees after the reply, were the solution's alone: an honest
-                # 4 x 4096 RMSNorm was witnessed at 2.3-2.7x its claim, its bound 2.8x)
+                # on a CPU each call makes and writes outputs of its own, as a solution's call
+                # does: every row is kept until the round's save, so each call's outputs are fresh
+                # pages, whose faults (and frees after the reply) were the solution's alone (an
+                # honest 4 x 4096 RMSNorm was witnessed at 2.3-2.7x its claim, its bound 2.8x)
                 outs = [torch.zeros_like(z) for z in zeros] if per_call_sync else zeros
             else:
                 outs = allocate_outputs(ev.definition, ev.axes, ev.device) if dps else []
