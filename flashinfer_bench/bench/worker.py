@@ -598,7 +598,13 @@ class Supervisor:
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
-        return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
+        try:
+            return trace(result.get("status", "RUNTIME_ERROR"), result.get("message", ""), out, result)
+        except ValueError as e:  # pydantic's ValidationError too: a field the trace format refuses
+            # the result's nested values are the runner's (a failed status is not checked for
+            # plausibility): one the trace cannot hold must cost this trace, not the worker's job
+            return trace("RUNTIME_ERROR", f"forged_result: the runner's result could not be recorded "
+                         f"({type(e).__name__}: {str(e)[:300]}); it is not trusted", out)
 
     def _clean_shm(self, before: set) -> None:
         """Remove what the evaluation left in /dev/shm (a tmpfs file outlives its process)."""

@@ -222,7 +222,11 @@ def _run_child(
     job_path = control / "job.json"
     job_path.write_text(json.dumps(job), encoding="utf-8")
     log_path = control / "build.log"
-    forked = zygote.run_build_child(job_path, tmp, _child_env(tmp), log_path, timeout_s)
+    try:
+        forked = zygote.run_build_child(job_path, tmp, _child_env(tmp), log_path, timeout_s)
+    except zygote.ForgedReply:
+        return COMPILE_ERROR, ("the build wrote on the build zygote's connection, answering for it (its own "
+                               "result is not trusted)"), _read_log(log_path, src), {}
     if forked is not None:
         rc, timed_out = forked
         if timed_out:

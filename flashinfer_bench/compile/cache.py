@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -70,8 +71,12 @@ class ArtifactCache:
             shutil.rmtree(trash, ignore_errors=True)
 
     def publish(self, tmp: Path, digest: str, manifest: Dict[str, Any]) -> Path:
-        """Write the manifest into tmp, then rename tmp to the artifact dir (atomic)."""
-        write_json_durably(tmp / MANIFEST, manifest)
+        """Write the manifest into tmp, then rename tmp to the artifact dir (atomic). Whatever
+        the build left at the manifest's name goes first (a directory made `publish` raise,
+        `build_manifest_dir`), and the new one is created, never followed (a symlink planted
+        there had the parent overwrite a file outside the build, `build_unreaped_daemon`)."""
+        _remove_entry(tmp / MANIFEST)
+        write_json_durably(tmp / MANIFEST, manifest, exclusive=True)
         _fsync_dir(tmp)
         dest = self.artifact_dir(digest)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -108,8 +113,26 @@ def _manifest(artifact_dir: Path):
     return m, None
 
 
-def write_json_durably(path: Path, obj: Any) -> None:
-    with open(path, "w", encoding="utf-8") as f:
+def _remove_entry(path: Path) -> None:
+    """Remove what is at `path` (a file, link or directory tree), not following links."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def write_json_durably(path: Path, obj: Any, exclusive: bool = False) -> None:
+    """`obj` as JSON at `path`, synced; `exclusive`: a new file, never an existing one or a link."""
+    if exclusive:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        f = os.fdopen(fd, "w", encoding="utf-8")
+    else:
+        f = open(path, "w", encoding="utf-8")
+    with f:
         json.dump(obj, f, indent=2)
         f.write("\n")
         f.flush()

@@ -158,17 +158,45 @@ def ask(s: socket.socket, kind: str, body: Dict, fds: List[int], timeout_s: Opti
         send_fds(s, fds)
         send(s, {**body, "kind": kind})
         started = recv(s)
-        if not started or "pid" not in started:
-            return "refused", None
+        if not isinstance(started, dict) or type(started.get("pid")) is not int or started["pid"] <= 0:
+            return "refused", None  # the zygote sends the pid before the child may run
         s.settimeout(timeout_s)
         done = recv(s)
     except socket.timeout:
         return ("timeout", None) if started else ("refused", None)
     except OSError:
         return ("lost", None) if started else ("refused", None)
+    except (ValueError, RecursionError):  # not JSON: not the zygote's (a build child keeps the connection)
+        if not started:
+            return "refused", None
+        done = {"rc": "not JSON"}
     if not done or "rc" not in done:
         return "lost", None
-    return "done", int(done["rc"])
+    if type(done.get("rc")) is not int or _alive(started["pid"]):
+        # the zygote answers once it has reaped the child: a child still alive, or an answer of
+        # another shape, is the child's own forgery on the connection it keeps
+        # (`build_zygote_reply`, `build_zygote_race`)
+        raise ForgedReply(started["pid"])
+    return "done", done["rc"]
+
+
+class ForgedReply(Exception):
+    """A build child answered on the zygote's connection for the zygote."""
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
+def _wait_gone(pid: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Path, timeout_s: float) -> Optional[Tuple[int, bool]]:
@@ -184,6 +212,10 @@ def run_build_child(job_path: Path, cwd: Path, env: Dict[str, str], log_path: Pa
         return None
     try:
         how, rc = ask(s, "build", {"job": str(job_path), "cwd": str(cwd), "env": env, "log": str(log_path)}, [], timeout_s)
+    except ForgedReply as e:
+        s.close()  # the zygote kills the child's tree when its connection ends
+        _wait_gone(e.args[0], 10.0)
+        raise
     finally:
         s.close()
     if how == "timeout":
@@ -307,6 +339,10 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                             inherited.append(conn)
                         _exit_with(lambda: _after(go_r, go_w) and handler(req, fds), inherited)
                     os.close(go_r)
+                    try:  # the pid first, before the child may run: it keeps the connection
+                        send(conn, {"pid": pid})
+                    except OSError:
+                        pass
                     try:
                         if kept:
                             keeper.register(pid)
@@ -318,7 +354,6 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                     for fd in fds:
                         os.close(fd)
                     running[pid] = conn
-                    send(conn, {"pid": pid})
                     sel.register(conn, selectors.EVENT_READ, pid)
                     last = time.monotonic()
                 else:  # a waiting client closed its end (killed, or gave up on a timeout)

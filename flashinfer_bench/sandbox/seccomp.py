@@ -12,8 +12,8 @@ this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata 
 times, extended attributes: by path, descriptor or *at call; Landlock does not govern metadata),
 memfd_secret (memory no one else can see), System V IPC and POSIX message queues (they outlive the
 process, mapped by nobody), inotify and the fcntl commands that hold other processes up or use up
-what the host's user shares (leases, directory notifications, pipe sizes: `FCNTL_DENIED`), and
-any call that acts on another process by its id (its priority, CPU affinity, scheduling class,
+what the host's user shares (leases, directory notifications, pipe sizes: `FCNTL_DENIED`),
+unsetting the orphans' reaper (`PRCTL_DENIED`), and any call that acts on another process by its id (its priority, CPU affinity, scheduling class,
 NUMA pages, resource limits: `SELF_ONLY`). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
 denied as a whole.
 
@@ -156,6 +156,17 @@ DENIED: Dict[str, Tuple[int, int]] = {
 # new pipe of an unprivileged process of that user got one page (`user_quota_parked`)
 FCNTL = 72
 FCNTL_DENIED = {"F_SETLEASE": 1024, "F_NOTIFY": 1026, "F_SETPIPE_SZ": 1031}
+# prctl options refused (x86_64 prctl is 157; the option is argument 0): the runner and the build
+# make themselves their orphans' reaper before this filter, and a solution that unset it and
+# double-forked left a daemon to init, out of every walk of the tree (`build_unreaped_daemon`: it
+# outlived its build, rewrote the published manifest and overwrote a file through a symlink)
+PRCTL = 157
+PRCTL_DENIED = {"PR_SET_CHILD_SUBREAPER": 36}
+# calls refused for some values of one argument: name: (number, argument index, {value name: value})
+ARG_DENIED: Dict[str, Tuple[int, int, Dict[str, int]]] = {
+    "fcntl": (FCNTL, 1, FCNTL_DENIED),
+    "prctl": (PRCTL, 0, PRCTL_DENIED),
+}
 # Calls that act on a process named by an argument: allowed on the caller itself only (that
 # argument 0). A GPU runner has no pid namespace (it broke CUDA init), and a process of the same
 # user may lower another's priority, pin it to one CPU, give it SCHED_IDLE, page its memory to
@@ -212,11 +223,12 @@ def program(deny_memfd: bool = False) -> List[Tuple[int, int, int, int]]:
             block += [(_LD_W_ABS, 0, 0, 16 + 8 * i), (_JEQ, 1, 0, value), (_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
         block.append((_RET, 0, 0, _RET_ALLOW))
         p += [(_JEQ, 0, len(block), nr)] + block
-    block = [(_LD_W_ABS, 0, 0, 16 + 8 * 1)]  # fcntl's command (low 32 bits of args[1])
-    for cmd in FCNTL_DENIED.values():
-        block += [(_JEQ, 0, 1, cmd), (_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
-    block.append((_RET, 0, 0, _RET_ALLOW))
-    p += [(_JEQ, 0, len(block), FCNTL)] + block
+    for nr, arg, values in ARG_DENIED.values():
+        block = [(_LD_W_ABS, 0, 0, 16 + 8 * arg)]  # the argument's low 32 bits (an int: the kernel reads no more)
+        for value in values.values():
+            block += [(_JEQ, 0, 1, value), (_RET, 0, 0, _RET_ERRNO | errno.EPERM)]
+        block.append((_RET, 0, 0, _RET_ALLOW))
+        p += [(_JEQ, 0, len(block), nr)] + block
     p += [
         (_JEQ, 0, 4, _CLONE),
         (_LD_W_ABS, 0, 0, 16),  # clone flags (low 32 bits of args[0])
@@ -241,5 +253,6 @@ def install(deny_memfd: bool = False) -> Dict[str, object]:
     r = _sys.syscall("seccomp", ctypes.c_uint(_SET_MODE_FILTER), ctypes.c_uint(_FLAG_TSYNC), ctypes.byref(prog))
     if r != 0:  # TSYNC: the id of a thread that could not be synchronised
         raise OSError(errno.EBUSY, f"seccomp: thread {r} could not take the filter")
-    return {"denied": sorted(DENIED) + ([MEMFD_CREATE[0]] if deny_memfd else []) + [f"fcntl {c}" for c in FCNTL_DENIED],
+    return {"denied": sorted(DENIED) + ([MEMFD_CREATE[0]] if deny_memfd else [])
+            + [f"{name} {v}" for name, (_, _, values) in ARG_DENIED.items() for v in values],
             "instructions": len(insns)}

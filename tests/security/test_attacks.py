@@ -856,3 +856,17 @@ def test_a_torch_mode_used_inside_a_call_is_fine(lab: Lab) -> None:
     assert ev.status.value == "PASSED", ev.log[-1500:]
     assert "timer_patched" not in ev.log and "torch_patched" not in ev.log, ev.log[-1500:]
 
+
+
+@pytest.mark.parametrize("attack,why", [("reply_field_types", "extra is a list"),
+                                        ("reply_failed_field_types", "correctness is a list")])
+def test_a_sealed_result_of_the_wrong_shape_costs_only_its_trace(lab: Lab, attack: str, why: str) -> None:
+    """A runner that rewrites `json.dumps` seals any body: `extra` a list in a PASSED reply, or
+    `correctness` a list in a failed one, raised in the worker outside every handler (session 23:
+    the job ended unjudged, "the worker died during the evaluation", and the client asked again).
+    Every field the supervisor reads is now checked for its type first."""
+    t = lab.run(attack)
+    ev = t.evaluation
+    assert ev.status.value == "RUNTIME_ERROR", ev.log[-1500:]
+    assert "implausible result from the runner" in ev.log and why in ev.log, ev.log[-1500:]
+    _assert_next_is_fine(lab)

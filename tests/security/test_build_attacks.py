@@ -10,6 +10,7 @@ the worker's secret into the build result.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -257,3 +258,47 @@ def test_a_build_cannot_leave_more_than_its_budget(lab: Lab, tmp_path: Path) -> 
         r = build(sol, lab.definition, tmp_path / "cache")
     assert r.status == "COMPILE_ERROR", (r.status, r.message)
     assert not list((tmp_path / "cache").rglob("sparse.bin")), "the sparse file was kept"
+
+
+def _pid_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] in (b"Z", b"X")
+    except OSError:
+        return True
+
+
+def test_a_build_cannot_unset_its_reaper_and_outlive_itself(lab: Lab, tmp_path: Path) -> None:
+    """`build_unreaped_daemon` (session 23) unset the build child's subreaper flag (prctl was not
+    filtered) and double-forked: its daemon went to init, outlived the build, planted
+    `manifest.json` as a symlink after the parent's sanitizing (the unconfined parent wrote the
+    manifest into a file outside the build), rewrote the published manifest with another build's
+    hash and grew the artifact past its budget. Now seccomp refuses PR_SET_CHILD_SUBREAPER, the
+    daemon stays below the build child and dies with it, and the manifest is created, never
+    followed."""
+    import re
+    import time
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the victim's own bytes\n")
+    sol = lab.solution("build_unreaped_daemon", VICTIM=victim, VICTIM_HASH="deadbeef", SECONDS=6, GROW_FILES=2)
+    r = build(sol, lab.definition, tmp_path / "cache")
+    log = (r.log or "") + (r.message or "")
+    assert "prctl(PR_SET_CHILD_SUBREAPER, 0) = -1 errno 1" in log, log[-2000:]
+    pid = int(re.search(r"DAEMON PID (\d+)", log).group(1))
+    assert _pid_gone(pid), "the build's daemon outlived it"
+    time.sleep(1.5)  # what a surviving daemon did half a second after publishing
+    assert victim.read_text() == "the victim's own bytes\n"
+    art = Path(r.artifact_dir)
+    man = art / "manifest.json"
+    assert not man.is_symlink() and json.loads(man.read_text())["hash"] == r.hash != "deadbeef"
+    assert not list(art.glob("grown*.bin"))
+
+
+def test_a_manifest_entry_left_by_the_build_is_replaced(lab: Lab, tmp_path: Path) -> None:
+    """`build_manifest_dir` left a directory named `manifest.json`: publishing raised
+    IsADirectoryError out of `build()`. Whatever is at that name now goes first."""
+    r = build(lab.solution("build_manifest_dir"), lab.definition, tmp_path / "cache")
+    assert r.status == "OK", (r.status, r.message, (r.log or "")[-1500:])
+    man = Path(r.artifact_dir) / "manifest.json"
+    assert man.is_file() and json.loads(man.read_text())["hash"] == r.hash

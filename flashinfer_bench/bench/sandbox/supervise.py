@@ -356,13 +356,39 @@ def _finite_pos(v: Any) -> bool:
 MIN_LATENCY_MS = 1e-6
 
 
+# the fields of a runner's result the supervisor reads, and the JSON types they must have (any
+# status): a sealed PASSED reply with `extra` a list, or a failed one with `correctness` a list,
+# raised in the worker outside every handler and ended the job unjudged (`reply_field_types`,
+# `reply_failed_field_types`, session 23)
+RESULT_FIELDS: Dict[str, Tuple[type, ...]] = {
+    "performance": (dict,), "correctness": (dict,), "extra": (dict,), "env": (dict,), "message": (str,),
+    "healthy": (bool,), "unhealthy_reason": (str,),
+}
+EXTRA_LISTS = ("flags", "notes")
+
+
+def shape_problems(result: Dict[str, Any]) -> List[str]:
+    """What in a runner's result is not of the type the supervisor reads it as (null is fine)."""
+    st = result.get("status")
+    if not isinstance(st, str) or st not in STATUSES:
+        return [f"unknown status {str(st)[:80]!r}"]
+    probs = [f"{k} is a {type(result[k]).__name__}, not {' or '.join(t.__name__ for t in types)}"
+             for k, types in RESULT_FIELDS.items() if result.get(k) is not None and not isinstance(result[k], types)]
+    extra = result.get("extra")
+    if isinstance(extra, dict):
+        probs += [f"extra.{k} is a {type(extra[k]).__name__}, not a list of strings" for k in EXTRA_LISTS
+                  if extra.get(k) is not None and not (isinstance(extra[k], list) and all(isinstance(x, str) for x in extra[k]))]
+    return probs
+
+
 def plausibility_problems(
     result: Dict[str, Any], request: Dict[str, Any], ready: Optional[Dict[str, Any]], device: str,
 ) -> List[str]:
     """What is impossible about a runner's result (empty when nothing is)."""
+    shape = shape_problems(result)
+    if shape:
+        return shape
     st = result.get("status")
-    if st not in STATUSES:
-        return [f"unknown status {st!r}"]
     if st != "PASSED":
         return []
     probs: List[str] = []
