@@ -870,3 +870,15 @@ def test_a_sealed_result_of_the_wrong_shape_costs_only_its_trace(lab: Lab, attac
     assert ev.status.value == "RUNTIME_ERROR", ev.log[-1500:]
     assert "implausible result from the runner" in ev.log and why in ev.log, ev.log[-1500:]
     _assert_next_is_fine(lab)
+
+
+def test_a_runner_cannot_turn_off_its_reaper(lab: Lab) -> None:
+    """A runner is its orphans' reaper (a CUDA runner has no pid namespace): a solution that
+    turned that off and double-forked would leave its daemon to init, out of every walk of the
+    runner's tree (the build-time form, `build_unreaped_daemon`, did; session 23). seccomp refuses
+    PR_SET_CHILD_SUBREAPER (the daemon's pid is the runner's pid namespace's on a CPU, where its
+    orphans go to the namespace's init anyway: the refusal is what this machine can show)."""
+    t = lab.run("runner_unset_reaper")
+    log = t.evaluation.log
+    assert "UNSET REAPER REPORT prctl = -1 errno 1" in log, log[-1500:]
+    _assert_next_is_fine(lab)
