@@ -151,7 +151,8 @@ def ask(s: socket.socket, kind: str, body: Dict, fds: List[int], timeout_s: Opti
     """Have the zygote fork a child for request `kind` and wait for it: ("done", exit status);
     ("refused", None) when no child was started (an unknown kind, a zygote going away);
     ("lost", None) when the connection ended after the child started; ("timeout", None) after
-    `timeout_s` (closing the connection then makes the zygote kill the child)."""
+    `timeout_s` (closing the connection then makes the zygote kill the child). Raises
+    ForgedReply when the answer is not the zygote's: a build child keeps the connection."""
     started: Optional[Dict] = None
     try:
         s.settimeout(10.0)
@@ -169,7 +170,7 @@ def ask(s: socket.socket, kind: str, body: Dict, fds: List[int], timeout_s: Opti
     except (ValueError, RecursionError):  # not JSON: not the zygote's (a build child keeps the connection)
         if not started:
             return "refused", None
-        done = {"rc": "not JSON"}
+        raise ForgedReply(started["pid"]) from None
     if not done or "rc" not in done:
         return "lost", None
     if type(done.get("rc")) is not int or _alive(started["pid"]):
@@ -185,12 +186,11 @@ class ForgedReply(Exception):
 
 
 def _alive(pid: int) -> bool:
-    """Whether process `pid` still runs (a zombie does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[-1].split()[0] not in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
+    """Whether process `pid` still runs (a zombie does not). Imported here: jobs load this
+    module by path, stdlib only (scripts/_job.py)."""
+    from flashinfer_bench.sandbox.procfs import task_state
+
+    return task_state(pid) not in (None, "Z", "X")
 
 
 def _wait_gone(pid: int, timeout_s: float) -> None:
