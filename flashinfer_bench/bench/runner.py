@@ -81,6 +81,10 @@ def main(argv: Optional[list] = None) -> int:
         from .sandbox.guard import Guard
 
         state.env.static["sandbox"] = confined.get("sandbox")
+        # the witness's handlers as they are now, before any solution: looked up on the module at
+        # each message, a solution that swapped `witness.run` during its first witnessed call
+        # had its own lean handler answer every later round (`witness_midround_patch`, session 23)
+        handlers = _witness_handlers(witness, witness_graph)
         guard = Guard()  # identities of the timing primitives and our code, before any solution
         state.runnable = guard.wrap_loader(state.runnable)  # type: ignore[method-assign]
         key = new_key()
@@ -134,44 +138,50 @@ def main(argv: Optional[list] = None) -> int:
                 result = {"status": "RUNTIME_ERROR", "message": traceback.format_exc()[-4000:]}
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
-        if kind in ("witness_inputs", "witness_prepare", "witness", "witness_check", "witness_graph_stage",
-                    "witness_graph_touch", "witness_graph_go", "witness_graph_save", "witness_graph_check",
-                    "witness_graph_expect"):
+        if kind in handlers:
             # sandbox/witness.py (the coarse rounds) and sandbox/witness_graph.py (the GPU's device-time round)
-            from .sandbox import witness
-            from .sandbox import witness_graph as wg
-
+            h = handlers[kind]
             try:
                 if kind == "witness_inputs":
-                    result = witness.inputs(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
-                                            ahead=int(msg.get("ahead", 0)), chain=bool(msg.get("chain")))
+                    result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
+                               ahead=int(msg.get("ahead", 0)), chain=bool(msg.get("chain")))
                 elif kind == "witness_prepare":
-                    result = witness.prepare(state, msg["request"], str(msg.get("mode")))
+                    result = h(state, msg["request"], str(msg.get("mode")))
                 elif kind == "witness":
-                    result = witness.run(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None,
-                                         chain=bool(msg.get("chain")))
+                    result = h(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None,
+                               chain=bool(msg.get("chain")))
                 elif kind == "witness_check":
                     t_check = time.perf_counter()
-                    result = witness.check(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
-                                           places=msg.get("places"), previous=msg.get("previous"))
+                    result = h(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
+                               places=msg.get("places"), previous=msg.get("previous"))
                     result["ms"] = round((time.perf_counter() - t_check) * 1e3, 3)  # its own time (the table's)
                 elif kind == "witness_graph_stage":
-                    result = wg.stage(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))
+                    result = h(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))
                 elif kind == "witness_graph_touch":
-                    result = wg.touch(state)
+                    result = h(state)
                 elif kind == "witness_graph_go":
-                    result = wg.go(state, int(msg["seed"]), int(msg["key"]))
+                    result = h(state, int(msg["seed"]), int(msg["key"]))
                 elif kind == "witness_graph_expect":
-                    result = wg.expect(state, msg["request"], int(msg["seed"]), int(msg["k"]), [int(c) for c in msg["calls"]])
+                    result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), [int(c) for c in msg["calls"]])
                 elif kind == "witness_graph_save":
-                    result = wg.save(state, [int(i) for i in msg["calls"]], str(msg["folder"]))
+                    result = h(state, [int(i) for i in msg["calls"]], str(msg["folder"]))
                 else:
-                    result = wg.check(state, msg["request"], int(msg["seed"]), int(msg["key"]), int(msg["k"]), msg["calls"],
-                                      msg["digests"], msg["saved"], str(msg["folder"]))
+                    result = h(state, msg["request"], int(msg["seed"]), int(msg["key"]), int(msg["k"]), msg["calls"],
+                               msg["digests"], msg["saved"], str(msg["folder"]))
             except Exception:  # noqa: BLE001 - the solution raised (or a bug of ours): the supervisor decides
                 import traceback
 
                 result = {"status": "RUNTIME_ERROR", "message": traceback.format_exc()[-4000:]}
+            if kind not in _UNCHECKED_WITNESS_KINDS:
+                # the solution's code ran inside the round: what it replaced there and left
+                # replaced (a witness helper for the next round, `witness_midround_helpers`)
+                # fails the round; the GPU's timed replay is checked at its save instead
+                patched = guard.replaced()
+                if patched:
+                    guard.restore()
+                    result = {"status": "RUNTIME_ERROR",
+                              "message": f"timer_patched: the solution replaced harness functions during the witness's "
+                                         f"round ({', '.join(patched[:8])}); the measurement is not trusted"}
             send_msg(sock, sealer.seal(msg.get("nonce", ""), result))
             continue
         if kind != "evaluate":
@@ -199,14 +209,27 @@ def main(argv: Optional[list] = None) -> int:
         if result.get("status") == "PASSED":
             # the supervisor's witness calls this solution next (sandbox/witness.py): load and bind
             # them now, while the supervisor reads this reply, instead of in another exchange
-            from .sandbox import witness
-
             try:
-                witness.prepare(state, msg["request"], "solution")
+                handlers["witness_prepare"](state, msg["request"], "solution")
             except Exception:  # noqa: BLE001 - the witness's call then fails and says why
                 import traceback
 
                 state._witness_error = traceback.format_exc()[-4000:]
+
+
+# the witness's timed exchanges on a GPU are short replays: the guard's walk (~0.3 ms) waits for
+# the next untimed message of the round (the save)
+_UNCHECKED_WITNESS_KINDS = ("witness_graph_go", "witness_graph_touch")
+
+
+def _witness_handlers(witness: Any, wg: Any) -> Dict[str, Any]:
+    """The function that answers each witness message kind, taken from the modules once."""
+    return {
+        "witness_inputs": witness.inputs, "witness_prepare": witness.prepare, "witness": witness.run,
+        "witness_check": witness.check, "witness_graph_stage": wg.stage, "witness_graph_touch": wg.touch,
+        "witness_graph_go": wg.go, "witness_graph_expect": wg.expect, "witness_graph_save": wg.save,
+        "witness_graph_check": wg.check,
+    }
 
 
 if __name__ == "__main__":

@@ -882,3 +882,30 @@ def test_a_runner_cannot_turn_off_its_reaper(lab: Lab) -> None:
     log = t.evaluation.log
     assert "UNSET REAPER REPORT prctl = -1 errno 1" in log, log[-1500:]
     _assert_next_is_fine(lab)
+
+
+@pytest.mark.parametrize("attack", ["witness_midround_patch", "witness_midround_helpers",
+                                    "witness_midround_thread_repatch"])
+def test_the_witness_cannot_be_replaced_between_its_rounds(lab: Lab, attack: str) -> None:
+    """The guard looks after the load and after the evaluation; the witness's rounds run the
+    solution again. A solution that swapped `witness.run` (or its chain, save and call helpers)
+    during its first witnessed call had a lean handler of its own answer every later round, its
+    calls honest and its harness share far under the null's: PASSED at 9-12x (session 23, a
+    helper's red team). The runner now dispatches to the handlers it took before any solution,
+    a round calls the helpers it took when it began and checks their code after every call, and
+    anything replaced when a round ends fails it."""
+    t = lab.run(attack, COST=1)
+    ev = t.evaluation
+    assert ev.status.value != "PASSED", ev.log[-1500:]
+    assert "timer_patched" in ev.log, ev.log[-1500:]
+    _assert_next_is_fine(lab)
+
+
+@pytest.mark.parametrize("attack", ["reused_output_buffer", "output_per_input_address"])
+def test_a_solution_that_reuses_its_output_buffer_is_witnessed_right(lab: Lab, attack: str) -> None:
+    """Honest solutions that return one static output buffer (a CUDA-graph or workspace
+    pattern), or one per input address: the witness kept every call's outputs until its save,
+    so every kept row showed the last call's values, and they were witness_wrong (8 of 8 checked
+    calls, session 23). A CPU round now copies a call's outputs as it returns."""
+    t = lab.run(attack, COST=1)
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]

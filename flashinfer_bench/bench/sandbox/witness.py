@@ -768,6 +768,15 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
         raise RuntimeError("the witness's calls were not prepared after the evaluation:\n"
                            + str(getattr(state, "_witness_error", "") or "(no evaluation passed in this runner)"))
     ev, runnable, zeros = prepared
+    # the harness's own functions as they are when the round starts, called through these names
+    # and checked after every call of the solution: one replaced on the module during a call
+    # (`witness_midround_helpers`: a lean chain and save, a shadowed `_call_solution`) is not
+    # the one this round calls, and one whose code was swapped fails the round
+    from ..evaluate import EvalRun
+
+    chain_fn, save_fn, call_fn = _chained, _save_all, EvalRun._call_solution
+    harness = (chain_fn, save_fn, call_fn, _load_all, _sync, allocate_outputs)
+    codes = tuple(f.__code__ for f in harness)
     d = _folder(folder)
     dps = bool(getattr(runnable, "dps", False))
     results: List[List[Any]] = []
@@ -780,7 +789,7 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
     steps: Optional[_StepWriter] = None  # a stepped round's outputs, written call by call
     try:
         per_call_sync = ev.device.type != "cuda"
-        loaded = _load_all(saved_inputs, d, ev.device)
+        loaded = harness[3](saved_inputs, d, ev.device)
         steps = _StepWriter(os.path.join(d, "outputs.bin")) if sock is not None else None
         chained = _chain_index(ev, loaded[0]) if chain and len(loaded) > 1 else None
         t1 = clock()
@@ -788,22 +797,31 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
             if sock is not None:  # stepped (CPU): call i's inputs exist only once the supervisor says go
                 _await_go(sock, i)
             if chained is not None and i > 0:  # call i's inputs exist only once call i-1 returned
-                args = _chained(args, chained, results[-1])
+                args = chain_fn(args, chained, results[-1])
             if runnable is None:
-                # on a CPU each call makes and writes outputs of its own, as a solution's call
-                # does: every row is kept until the round's save, so each call's outputs are fresh
-                # pages, whose faults (and frees after the reply) were the solution's alone (an
-                # honest 4 x 4096 RMSNorm was witnessed at 2.3-2.7x its claim, its bound 2.8x)
-                outs = [torch.zeros_like(z) for z in zeros] if per_call_sync else zeros
+                outs = zeros
             else:
                 outs = allocate_outputs(ev.definition, ev.axes, ev.device) if dps else []
-                outs = ev._call_solution(runnable, args, outs)
+                outs = call_fn(ev, runnable, args, outs)
                 # plain tensors only: a subclass's __torch_function__ would run the solution's code
                 # inside the harness's chain and save (`chain_subclass_empty` emptied the outputs'
                 # description from there, session 21)
                 odd = next((type(o) for o in outs if type(o) is not torch.Tensor), None)
                 if odd is not None:
                     raise RuntimeError(f"an output is a {odd.__module__}.{odd.__name__}, not a plain torch.Tensor")
+            if per_call_sync:
+                # on a CPU a call's outputs are copied as it returns, the null's zeros too (the
+                # same cost): the rows are kept until the round's save, and a solution that
+                # returns one static buffer, or one per input address, had every kept row show
+                # the last call's values (`reused_output_buffer`, `output_per_input_address`:
+                # honest solutions witness_wrong, 8 of 8 checked calls); the copies are fresh
+                # pages each call in both runners (before, the solution's outputs were, the
+                # null's one zero set was not: an honest 4 x 4096 RMSNorm was witnessed at
+                # 2.3-2.7x its claim, its bound 2.8x)
+                outs = [o.clone() if isinstance(o, torch.Tensor) else o for o in outs]
+            if any(f.__code__ is not c for f, c in zip(harness, codes)):  # the null checks too: same cost
+                raise RuntimeError("timer_patched: the solution replaced the code of the witness's own functions "
+                                   "during its call; the measurement is not trusted")
             if per_call_sync:
                 _sync(ev.device)
             results.append(tuple(outs))  # a row the solution's code cannot empty (`chain_empty_rows`)
@@ -812,7 +830,7 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
         t2 = clock()
         _sync(ev.device)
         t3 = clock()
-        calls = steps.finish() if steps is not None else _save_all(results, os.path.join(d, "outputs.bin"))
+        calls = steps.finish() if steps is not None else save_fn(results, os.path.join(d, "outputs.bin"))
         t4 = clock()
     finally:
         if steps is not None:
