@@ -186,11 +186,13 @@ class ForgedReply(Exception):
 
 
 def _alive(pid: int) -> bool:
-    """Whether process `pid` still runs (a zombie does not). Imported here: jobs load this
-    module by path, stdlib only (scripts/_job.py)."""
-    from flashinfer_bench.sandbox.procfs import task_state
-
-    return task_state(pid) not in (None, "Z", "X")
+    """Whether process `pid` still runs (a zombie does not). Its own reading of /proc, not
+    sandbox.procfs: the workflow's jobs load this module by path, stdlib only (scripts/_job.py)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
 
 
 def _wait_gone(pid: int, timeout_s: float) -> None:

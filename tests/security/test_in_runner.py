@@ -52,7 +52,10 @@ STOPPED_BY: Dict[str, str] = {
     "shadow_tensor_method": "timer_patched",
     "inflate_reference": "reference_tampered",
     "scratch_fill_rewrite_stats": "witness_failed",
-    "witness_bad_outputs": "witness_",  # wrong outputs (witness_wrong), or its own run() cannot follow a stepped CPU round (witness_failed)
+    # wrong outputs (witness_wrong), or its own run() cannot follow a stepped CPU round
+    # (witness_failed); since session 23 the runner calls the run() it took before any solution,
+    # so where the guard does not watch the witness the real one times the forgery (timing_disputed)
+    "witness_bad_outputs": "witness_|timing_disputed",
     "wrong_when_witnessed": "witness_wrong",
     "skip_witnessed_calls": "witness_wrong",  # zeros in 2 of 3 witness calls: 8 of a cheap round's 64 checked
     "tamper_witness_inputs": "witness_failed",  # on a CPU the file is its own copy: truncated under its mapping, its calls die
@@ -164,9 +167,10 @@ def _assert_stopped(lab: Lab, name: str, why: str, baseline: Trace, small_baseli
     if name in AT_CPU_RESOLUTION and ev.status.value == "PASSED" and why not in flags(t):
         _assert_honest_unaffected(lab, small_baseline)  # within the resolution, without a gain (above)
         return
-    if why in ("timing_disputed", "timer_patched", "witness_failed", "witness_wrong"):  # its honest call costs ~3 ms: any PASSED is a fake
+    whys = why.split("|")  # any of them
+    if set(whys) & {"timing_disputed", "timer_patched", "witness_failed", "witness_wrong", "witness_"}:  # its honest call costs ~3 ms: any PASSED is a fake
         assert ev.status.value != "PASSED", (name, ev.performance, ev.log[-1500:])
-    assert why in ev.log or why in flags(t), (name, ev.status, sorted(flags(t)), ev.log[-1500:])
+    assert any(w in ev.log or w in flags(t) for w in whys), (name, ev.status, sorted(flags(t)), ev.log[-1500:])
     if why == "reference_tampered":  # the supervisor's own reference numbers, not the runner's echo
         assert ev.status.value == "PASSED"
         assert ev.performance.reference_latency_ms < 10 * baseline.evaluation.performance.reference_latency_ms
