@@ -1,4 +1,4 @@
-"""Class: the result channel (a sealed result whose fields have unexpected types).
+"""Class: harness state reached from inside the runner (the result channel: a sealed result whose fields have unexpected types).
 
 Tries: replace `json.dumps` (as `json_rewrite` does; the runner's sealer MACs what it returns, so
 the supervisor gets a correctly sealed reply) so that the evaluation's PASSED result carries
