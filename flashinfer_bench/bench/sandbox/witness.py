@@ -774,8 +774,8 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
     # the one this round calls, and one whose code was swapped fails the round
     from ..evaluate import EvalRun
 
-    chain_fn, save_fn, call_fn = _chained, _save_all, EvalRun._call_solution
-    harness = (chain_fn, save_fn, call_fn, _load_all, _sync, allocate_outputs)
+    chain_fn, save_fn, call_fn, load_fn = _chained, _save_all, EvalRun._call_solution, _load_all
+    harness = (chain_fn, save_fn, call_fn, load_fn, _sync, allocate_outputs)
     codes = tuple(f.__code__ for f in harness)
     d = _folder(folder)
     dps = bool(getattr(runnable, "dps", False))
@@ -789,7 +789,7 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
     steps: Optional[_StepWriter] = None  # a stepped round's outputs, written call by call
     try:
         per_call_sync = ev.device.type != "cuda"
-        loaded = harness[3](saved_inputs, d, ev.device)
+        loaded = load_fn(saved_inputs, d, ev.device)
         steps = _StepWriter(os.path.join(d, "outputs.bin")) if sock is not None else None
         chained = _chain_index(ev, loaded[0]) if chain and len(loaded) > 1 else None
         t1 = clock()
