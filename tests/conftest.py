@@ -1,6 +1,7 @@
 """Shared fixtures for the whole test suite (other areas may add theirs here)."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
         return rank.get(item.nodeid.split("::", 1)[0], len(rank))
 
     items.sort(key=key)  # stable: the rest keeps pytest's order
+
+
+@pytest.fixture(scope="module")
+def running_zygote(tmp_path_factory: pytest.TempPathFactory):
+    """A build zygote for the module's builds (FIB_BUILD_ZYGOTE=1), gone after it."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FIB_BUILD_ZYGOTE", "1")
+    mp.setenv("FIB_ZYGOTE_DIR", str(tmp_path_factory.mktemp("zyg")))
+    from flashinfer_bench.compile import zygote
+
+    zygote.ensure_started()  # builds only (the workflow's job server: tests/pipeline/test_job_server.py)
+    deadline = time.monotonic() + 120
+    while (s := zygote.connect(zygote.socket_path(), 0.5)) is None:
+        assert time.monotonic() < deadline, "the zygote did not come up"
+        time.sleep(0.2)
+    s.close()
+    yield zygote.socket_path()
+    path = zygote.socket_path()
+    path.unlink(missing_ok=True)  # the zygote exits when its socket is gone
+    mp.undo()

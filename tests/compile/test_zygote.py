@@ -12,23 +12,6 @@ from flashinfer_bench.compile import COMPILE_ERROR, OK, build, zygote
 from .helpers import PY_ADD, VADD, daemon_pid_in_logs, solution, state_after
 
 
-@pytest.fixture(scope="module")
-def running_zygote(tmp_path_factory: pytest.TempPathFactory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("FIB_BUILD_ZYGOTE", "1")
-    mp.setenv("FIB_ZYGOTE_DIR", str(tmp_path_factory.mktemp("zyg")))
-    zygote.ensure_started()  # builds only (the workflow's job server: tests/pipeline/test_job_server.py)
-    deadline = time.monotonic() + 120
-    while (s := zygote.connect(zygote.socket_path(), 0.5)) is None:
-        assert time.monotonic() < deadline, "the zygote did not come up"
-        time.sleep(0.2)
-    s.close()
-    yield zygote.socket_path()
-    path = zygote.socket_path()
-    path.unlink(missing_ok=True)  # the zygote exits when its socket is gone
-    mp.undo()
-
-
 def _manifest(r) -> dict:
     return json.loads((Path(r.artifact_dir) / "manifest.json").read_text())
 

@@ -14,20 +14,19 @@ import pytest
 
 from flashinfer_bench.compile import COMPILE_ERROR, build
 
-from tests.compile.test_zygote import running_zygote  # noqa: F401 - the fixture
 from .conftest import Lab
 
 
 @pytest.mark.parametrize("payload", ['\'{"rc": "x"}\'', '\'{"rc": null}\'', "'[' * 100000", '\'{"rc": 1e999}\'',
                                      '\'{"rc": 0}\''], ids=["rc text", "rc null", "deep", "rc inf", "rc 0 early"])
-def test_a_build_cannot_answer_for_the_zygote(lab: Lab, running_zygote, tmp_path: Path, payload: str) -> None:  # noqa: F811
+def test_a_build_cannot_answer_for_the_zygote(lab: Lab, running_zygote, tmp_path: Path, payload: str) -> None:
     sol = lab.solution("build_zygote_reply", PAYLOAD=payload)
     r = build(sol, lab.definition, tmp_path / "cache")
     assert "wrote" in (r.log or ""), (r.log or "")[-1500:]  # it did write on the connection
     assert r.status == COMPILE_ERROR and "answering for it" in r.message, (r.status, r.message)
 
 
-def test_an_early_answer_does_not_publish_a_running_build(lab: Lab, running_zygote, tmp_path: Path) -> None:  # noqa: F811
+def test_an_early_answer_does_not_publish_a_running_build(lab: Lab, running_zygote, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("the victim's own bytes\n")
     for i in range(3):  # a race the attack won 1 time in 3
