@@ -13,9 +13,9 @@ times, extended attributes: by path, descriptor or *at call; Landlock does not g
 memfd_secret (memory no one else can see), System V IPC and POSIX message queues (they outlive the
 process, mapped by nobody), inotify and the fcntl commands that hold other processes up or use up
 what the host's user shares (leases, directory notifications, pipe sizes: `FCNTL_DENIED`),
-unsetting the orphans' reaper (`PRCTL_DENIED`), and any call that acts on another process by its id (its priority, CPU affinity, scheduling class,
-NUMA pages, resource limits: `SELF_ONLY`). Any non-x86_64 syscall ABI (i386 via int 0x80, x32) is
-denied as a whole.
+unsetting the orphans' reaper (`PRCTL_DENIED`), and any call that acts on another process by its
+id (its priority, CPU affinity, scheduling class, NUMA pages, resource limits: `SELF_ONLY`). Any
+non-x86_64 syscall ABI (i386 via int 0x80, x32) is denied as a whole.
 
 `install(deny_memfd=True)` also denies memfd_create: an anonymous file's pages are shared memory
 that no process's resident set shows, so a CPU runner (which has no use for it) may not make one;

@@ -164,7 +164,7 @@ def trace_hooks() -> Dict[str, Any]:
     if monitoring is not None:
         for tool in range(6):
             hooks[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
-    hooks["sys.addaudithook (refused)"] = _AUDIT_TRIES[0]
+    hooks["sys.addaudithook (refused)"] = _audit_tries
     hooks.update(_mode_stacks())
     return hooks
 
@@ -194,21 +194,24 @@ def _mode_stacks() -> Dict[str, int]:
 # (`audit_hook_result` divided the result's latency while the guard read /proc, before the sealer
 # signed it): the runner's own hook, added first, refuses every later one (CPython suppresses the
 # RuntimeError and leaves the new hook out) and counts the tries
-_AUDIT_TRIES = [0]
+_audit_tries = 0
+_audit_hook_installed = False
 
 
 def refuse_audit_hooks() -> None:
     """Install the hook that refuses later audit hooks (once per process, before any solution)."""
-    if getattr(refuse_audit_hooks, "installed", False):
+    global _audit_hook_installed
+    if _audit_hook_installed:
         return
 
     def _refuse(event: str, _args: Any) -> None:
+        global _audit_tries
         if event == "sys.addaudithook":
-            _AUDIT_TRIES[0] += 1
+            _audit_tries += 1
             raise RuntimeError("the runner takes no audit hooks")
 
     sys.addaudithook(_refuse)
-    refuse_audit_hooks.installed = True  # type: ignore[attr-defined]
+    _audit_hook_installed = True
 
 
 def _children() -> List[int]:

@@ -809,6 +809,9 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
                 odd = next((type(o) for o in outs if type(o) is not torch.Tensor), None)
                 if odd is not None:
                     raise RuntimeError(f"an output is a {odd.__module__}.{odd.__name__}, not a plain torch.Tensor")
+            if any(f.__code__ is not c for f, c in zip(harness, codes)):  # the null checks too: same cost
+                raise RuntimeError("timer_patched: the solution replaced the code of the witness's own functions "
+                                   "during its call; the measurement is not trusted")
             if per_call_sync:
                 # on a CPU a call's outputs are copied as it returns, the null's zeros too (the
                 # same cost): the rows are kept until the round's save, and a solution that
@@ -819,10 +822,6 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
                 # null's one zero set was not: an honest 4 x 4096 RMSNorm was witnessed at
                 # 2.3-2.7x its claim, its bound 2.8x)
                 outs = [o.clone() if isinstance(o, torch.Tensor) else o for o in outs]
-            if any(f.__code__ is not c for f, c in zip(harness, codes)):  # the null checks too: same cost
-                raise RuntimeError("timer_patched: the solution replaced the code of the witness's own functions "
-                                   "during its call; the measurement is not trusted")
-            if per_call_sync:
                 _sync(ev.device)
             results.append(tuple(outs))  # a row the solution's code cannot empty (`chain_empty_rows`)
             if steps is not None:  # the call's outputs into the file, then where they end
