@@ -15,7 +15,8 @@ prints one row per attack and a table per class:
   RMSNorms a call on a CPU is compared with the honest solution's speedup / `COST` (each row's
   `forgery` column: how much faster its record is than its work);
 - honest ok: the honest solution evaluated after the attack keeps PASSED with its latency within
-  noise of the one before it (GPU: 1.25x + 5 us; CPU: 3x + 0.3 ms, the security tests' band on a
+  noise of the one before it (an attack file that "Tries: nothing dishonest", an honest convention
+  such as a static output buffer, is itself that honest solution: not PASSED counts as harmed) (GPU: 1.25x + 5 us; CPU: 3x + 0.3 ms, the security tests' band on a
   shared 2-core VM where the honest call takes ~20 us).
 
 The attacks that do honest work make it cost about 3 ms a call on a CPU (COST repeats); the
@@ -73,6 +74,12 @@ COST = 100  # RMSNorms a call for the attacks that do honest work on a CPU (thei
 WL = rms_workload(16, uuid="rms_table")
 SMALL = rms_workload(8, uuid="rms_table_small")
 GPU_WL = rms_workload(4096, uuid="rms_table_gpu")
+
+
+def is_honest_control(name: str) -> bool:
+    """An attack file that "Tries: nothing dishonest" (an honest solution's convention the harness
+    must not fail, e.g. a static output buffer): its rejection is an honest solution harmed."""
+    return "Tries: nothing dishonest" in (ATTACKS / f"{name}.py").read_text()
 
 
 def attack_class(name: str) -> str:
@@ -186,6 +193,8 @@ def main() -> None:
             lb, la = latency(before), latency(after)
             ok = (after.evaluation.status.value == "PASSED" and lb is not None and la is not None
                   and la <= (1.25 * lb + 0.005 if dev != "cpu" else 3 * lb + 0.3))
+            if is_honest_control(name) and st != "PASSED":  # the honest solution is the one harmed
+                outcome, ok = "rejected", False
             rows.append({"attack": name, "class": attack_class(name), "status": st, "outcome": outcome,
                          "speedup": round(speedup(t), 3), "honest_speedup": round(speedup(base), 3),
                          "forgery": round(forgery, 3), "work": work_of(name, dev),

@@ -302,6 +302,24 @@ def test_an_honest_solution_passes_the_device_time_round(gpu_lab: Lab) -> None:
         assert "timing_disputed" not in flags(t), (g, ev.performance.latency_ms)
 
 
+@pytest.mark.parametrize("attack", ["reused_output_buffer", "output_per_input_address"])
+def test_a_solution_that_returns_a_static_output_buffer_passes_the_device_time_round(gpu_lab: Lab, attack: str) -> None:
+    """Honest solutions that return one static output buffer every call (a CUDA-graph or
+    workspace kernel's habit), or one per input address: the captured round kept each call's
+    returned tensor until the hash after its k calls, so every call hashed and saved as the last
+    one, and the H200 failed them as witness_wrong (session 24, call 1). Each call's outputs are
+    now copied as it returns, the null's too."""
+    from tests.bench.conftest import rms_workload
+
+    for batch in (8, 4096):
+        t = gpu_lab.run(attack, workload=rms_workload(batch, uuid=f"rms_graph_static_{batch}"), COST=1)
+        ev = t.evaluation
+        g = _graph(t)
+        print("GPU static", attack, batch, ev.status.value, ev.performance.latency_ms if ev.performance else None, g)
+        assert ev.status.value == "PASSED", (sorted(flags(t)), g, ev.log[-2000:])
+        assert g.get("captured") is True and "timing_disputed" not in flags(t), (g, sorted(flags(t)))
+
+
 def test_outputs_made_after_the_timed_reply_do_not_hash(gpu_lab: Lab) -> None:
     """late_outputs answers the timed round at once and writes its outputs afterwards: the
     digests it replied cannot be those of its outputs."""

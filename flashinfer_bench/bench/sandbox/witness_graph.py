@@ -137,10 +137,11 @@ def _draw_(t: Any, gen: Any, i: int, j: int) -> None:
 
 
 class _Hasher:
-    """A keyed hash of tensors' bytes on the device: each 32-bit word xor its position's constant,
-    times the key (mod 2^32), summed into 64 bits; three device passes. Outputs changed to match a
-    hash committed before they existed would have to move that sum by a 64-bit amount nobody
-    knew in advance, ~2^31 at most per word changed. The key is in device memory, set just
+    """A keyed hash of tensors' bytes on the device: each 32-bit word times an odd constant of its
+    position and the key (mod 2^32, a bijection of the word), summed into 64 bits; two device
+    passes over the words (a product and its sum) and one over a call's positions. Outputs changed
+    to match a hash committed before they existed would have to move that sum by a 64-bit amount
+    nobody knew in advance, ~2^31 at most per word changed. The key is in device memory, set just
     before a replay."""
 
     def __init__(self, device: Any) -> None:
@@ -154,11 +155,12 @@ class _Hasher:
         self.key.fill_(k - (1 << 32) if k >= 1 << 31 else k)
 
     @staticmethod
-    def _words(t: Any) -> Any:
+    def _words(rows: Any) -> Any:
+        """(calls, words): each call's bytes (a row of `rows`) as 32-bit words, or widened bytes."""
         import torch
 
-        b = t.detach().contiguous().reshape(-1).view(torch.uint8)
-        return b.view(torch.int32) if b.numel() % 4 == 0 else b.to(torch.int32)
+        b = rows.detach().contiguous().reshape(rows.shape[0], -1).view(torch.uint8)
+        return b.view(torch.int32) if b.shape[1] % 4 == 0 else b.to(torch.int32)
 
     def _positions(self, n: int, device: Any) -> Any:
         import torch
@@ -170,22 +172,37 @@ class _Hasher:
             self._pos[n] = p
         return p
 
-    def digests(self, calls: List[List[Any]]) -> Any:
+    def digests_rows(self, rows: List[Any]) -> Any:
         """The hash of each call's outputs (an int64 tensor, one per call; no synchronisation, so
-        it can be captured): each output stacked over the calls and mixed in one pass, whatever
-        the number of calls (a handful of device operations a round, not a call)."""
+        it can be captured) from `rows`: per output, a tensor (calls, *shape) of every call's
+        copy (None: not a tensor, not hashed). A handful of device operations a round, not a call."""
         import torch
 
-        total = torch.zeros(len(calls), dtype=torch.int64, device=self.key.device)
+        total: Any = None
+        for n_out, r in enumerate(rows):
+            if r is None or r.numel() == 0:
+                continue
+            w = self._words(r)
+            mix = torch.bitwise_or(self._positions(w.shape[1], w.device) * (self.key + 2 * n_out), 1)
+            h = torch.mul(w, mix).sum(dim=1, dtype=torch.int64)
+            total = h if total is None else total + h
+        if total is None:
+            n = rows[0].shape[0] if rows and rows[0] is not None else 0
+            total = torch.zeros(n, dtype=torch.int64, device=self.key.device)
+        return total
+
+    def digests(self, calls: List[List[Any]]) -> Any:
+        """`digests_rows` of calls' outputs given call by call (the reference runner's check; not
+        timed): each output stacked over the calls where every call's is a tensor."""
+        import torch
+
+        rows: List[Any] = []
         for n_out in range(len(calls[0]) if calls else 0):
             ts = [c[n_out] for c in calls]
-            if not all(isinstance(t, torch.Tensor) for t in ts) or ts[0].numel() == 0:
-                continue
-            w = torch.stack([self._words(t) for t in ts])
-            a = torch.bitwise_xor(w, self._positions(w.shape[1], w.device))
-            a.mul_(self.key + 2 * n_out)
-            total = total + a.sum(dim=1, dtype=torch.int64)
-        return total
+            rows.append(torch.stack([t.detach() for t in ts]) if all(isinstance(t, torch.Tensor) for t in ts) else None)
+        if not any(r is not None for r in rows):
+            return torch.zeros(len(calls), dtype=torch.int64, device=self.key.device)
+        return self.digests_rows(rows)
 
 
 def _inputs_template(ev: Any) -> Tuple[List[Any], List[bool]]:
@@ -227,9 +244,11 @@ def replay_seed(seed: int, j: int) -> int:
 
 class _Staged:
     """A runner's captured round (or its null): buffers, generator, hasher, graph, outputs.
-    Replay `j` of `m` draws from `replay_seed(seed, j)` and writes its k digests (and, when
-    m > 1, its k calls' outputs) into row j of a store indexed by a counter on the device, so
-    that every call of every replay can be checked afterwards."""
+    Each call's outputs are copied into row i of `rows` as it returns (a solution may return one
+    static buffer every call, as CUDA-graph and workspace kernels do: kept by reference, every
+    call would show the last call's values). Replay `j` of `m` draws from `replay_seed(seed, j)`
+    and writes its k digests (and, when m > 1, its rows) into row j of a store indexed by a
+    counter on the device, so that every call of every replay can be checked afterwards."""
 
     def __init__(self, ev: Any, runnable: Any, zeros: List[Any], k: int, m: int = 1) -> None:
         import torch
@@ -243,45 +262,78 @@ class _Staged:
         self.hasher = _Hasher(ev.device)
         self.slot = torch.zeros(1, dtype=torch.int64, device=ev.device)
         self.digests = torch.zeros(self.m, k, dtype=torch.int64, device=ev.device)
+        self.rows: Optional[List[Any]] = None  # per output: (k, *shape), shaped by the warm-up's call
         self.stores: Optional[List[Any]] = None  # per output: (m, k, *shape) when m > 1, made by the warm-up
         dps = runnable is not None and bool(getattr(runnable, "dps", False))
         self.dps_outs = [allocate_outputs(ev.definition, ev.axes, ev.device) for _ in range(k)] if dps else None
-        self.null_outs = [[torch.zeros_like(z) for z in zeros] for _ in range(k)] if runnable is None else None
+        # the null returns the same zeros every call, written just before as a solution's are:
+        # its copy into the rows reads what a solution's does
+        self.null_outs = [torch.zeros_like(z) for z in zeros] if runnable is None else None
         self.results: List[List[Any]] = [[] for _ in range(k)]
         self.graph: Any = None
 
-    def body(self, n: Optional[int] = None) -> None:
-        """Calls 0..n-1 (all k by default): each one's inputs drawn, the call; then their hashes
-        (and outputs, when replayed more than once) into the store's row `slot`, which moves on."""
+    def _keep(self, i: int, outs: Any) -> None:
+        """Call `i`'s outputs copied into row i of `rows` right as it returns (made on the first
+        call, shaped as its outputs). A call whose outputs differ in number, shape or dtype from
+        the first's cannot be kept in a row: raised (the capture then fails: the eager round, or
+        the coarse round, judges it)."""
         import torch
 
+        outs = list(outs)
+        if self.rows is None:
+            self.rows = [torch.empty((self.k, *t.shape), dtype=t.dtype, device=t.device)
+                         if isinstance(t, torch.Tensor) else None for t in outs]
+        if len(outs) != len(self.rows):
+            raise RuntimeError(f"call {i} returned {len(outs)} outputs, the first call {len(self.rows)}")
+        kept: List[Any] = []
+        for n_out, (t, row) in enumerate(zip(outs, self.rows)):
+            if row is None:
+                kept.append(t)
+                continue
+            if not isinstance(t, torch.Tensor) or t.shape != row.shape[1:] or t.dtype != row.dtype:
+                raise RuntimeError(f"call {i}'s output {n_out} is not a tensor of the first call's shape and dtype")
+            row[i].copy_(t)
+            kept.append(row[i])
+        self.results[i] = kept
+
+    def body(self, n: Optional[int] = None) -> None:
+        """Calls 0..n-1 (all k by default): each one's inputs drawn, the call, its outputs copied
+        into the rows; then their hashes (and the rows, when replayed more than once) into the
+        store's row `slot`, which moves on."""
         n = self.k if n is None else n
         for i in range(n):
             _draw_call(self.bufs, self.gen, i)  # they exist only once the seed is set
             args = _call_args(self.base, self.bufs)
-            if self.runnable is None:  # the null: distinct outputs per call, so its hash reads what a solution's does
-                outs = self.null_outs[i]
+            if self.runnable is None:
+                outs = self.null_outs
             else:
                 outs = self.ev._call_solution(self.runnable, args, self.dps_outs[i] if self.dps_outs else [])
-            self.results[i] = list(outs)
+            self._keep(i, outs)
+        rows = self.rows or []
         if n < self.k:  # the warm-up: the hash only
-            self.hasher.digests(self.results[:n])
+            self.hasher.digests_rows(rows)
             return
-        self.digests.index_copy_(0, self.slot, self.hasher.digests(self.results).view(1, -1))
+        self.digests.index_copy_(0, self.slot, self.hasher.digests_rows(rows).view(1, -1))
         if self.m > 1 and self.stores is not None:
-            for n_out, store in enumerate(self.stores):
+            for store, row in zip(self.stores, rows):
                 if store is not None:
-                    store.index_copy_(0, self.slot, torch.stack([r[n_out] for r in self.results]).unsqueeze(0))
+                    store.index_copy_(0, self.slot, row.unsqueeze(0))
         self.slot.add_(1)
+
+    def _make_stores(self) -> None:
+        """A copy of the rows per replay, when replayed more than once (after the warm-up)."""
+        import torch
+
+        if self.m > 1:
+            self.stores = [torch.empty((self.m, *r.shape), dtype=r.dtype, device=r.device) if r is not None else None
+                           for r in self.rows or []]
 
     def capture(self) -> None:
         import torch
 
         self.gen.manual_seed(0)
         self.body(1)  # warm-up, one call eager: our ops' first use outside the capture (the solution's ran in the evaluation)
-        if self.m > 1:  # a row of outputs per replay, shaped as the warm-up call's
-            self.stores = [torch.empty((self.m, self.k, *t.shape), dtype=t.dtype, device=t.device)
-                           if isinstance(t, torch.Tensor) else None for t in self.results[0]]
+        self._make_stores()
         torch.cuda.synchronize(self.ev.device)
         g = torch.cuda.CUDAGraph()
         g.register_generator_state(self.gen)
@@ -296,13 +348,9 @@ class _Staged:
         by Python replay after replay from the same seeds, so the inputs still exist only once the
         seed arrived and the reply still needs every call's outputs; the solution's Python runs
         inside the supervisor's clock too."""
-        import torch
-
         self.gen.manual_seed(0)
         self.body(1)
-        if self.m > 1:
-            self.stores = [torch.empty((self.m, self.k, *t.shape), dtype=t.dtype, device=t.device)
-                           if isinstance(t, torch.Tensor) else None for t in self.results[0]]
+        self._make_stores()
         self.graph = None
         self.replay(1, 1, 1)  # every buffer and the hashes' constants made before the clock
 
@@ -498,8 +546,8 @@ def _k(claim: float, out_bytes: Optional[int]) -> Tuple[int, int]:
     if out_bytes:
         k = min(k, max(1, KEEP_BYTES // out_bytes))
     m = max(1, min(M_MAX, math.ceil(n / k)))
-    if m > 1 and out_bytes:  # the store holds m x k outputs beside the k of the graph itself
-        m = max(1, min(m, KEEP_BYTES // (out_bytes * k) - 1))
+    if m > 1 and out_bytes:  # the store holds m x k outputs beside the rows' k and the graph's own k
+        m = max(1, min(m, KEEP_BYTES // (out_bytes * k) - 2))
     return k, m
 
 
