@@ -76,6 +76,7 @@ for s in "$@"; do
     buildattacks) step buildattacks 120 python3 -m pytest -q -rfE --tb=short -n 0 -p no:cacheprovider tests/security/test_build_attacks.py ;;
     report) if python3 -c "import pandas, matplotlib" 2>/dev/null; then step report 200 python3 benchmarks/report_speed.py --cases example,example3 --modes warm+mpl --repeat 3; else echo "report: no pandas/matplotlib on this image"; fi ;;
     mountprobe) step mountprobe 120 python3 benchmarks/gpu_mount_probe.py ;;
+    wnull) step wnull 120 python3 benchmarks/witness_null_profile.py --batch "${WNULL_BATCH:-4096}" --hidden "${WNULL_HIDDEN:-256}" ;;
     wgprof) step wgprof "${WGPROF_TIMEOUT:-200}" python3 benchmarks/witness_graph_profile.py --profile ${WGPROF_ARGS:-} ;;
     tprof) step tprof 200 python3 benchmarks/timing_profile.py --anchor shared/anchor-dataset ;;
     gpumem) step gpumem 120 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py -k "leave_gpu_memory" ;;
