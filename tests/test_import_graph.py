@@ -18,15 +18,16 @@ from typing import Dict, Iterator, List, Set, Tuple
 PKG = Path(__file__).resolve().parents[1] / "flashinfer_bench"
 ROOT = "flashinfer_bench"
 
-# What each part may import (besides itself). `atomic`, `env`, `device` and `fingerprint` are
+# What each part may import (besides itself). `atomic`, `env`, `device`, `fingerprint`, `measure_lock` are
 # helpers that import nothing of ours; `sandbox` is the confinement library the builders and the
 # runners apply.
-_BASE = {"atomic", "env", "device", "fingerprint"}
+_BASE = {"atomic", "env", "device", "fingerprint", "measure_lock"}
 ALLOWED: Dict[str, Set[str]] = {
     "atomic": set(),
     "env": set(),
     "device": set(),
     "fingerprint": set(),
+    "measure_lock": set(),
     "agents": set(),  # instructions for agents: text only
     "data": _BASE,
     "sandbox": _BASE,

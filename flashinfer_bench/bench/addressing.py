@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Tuple
 
+from ..measure_lock import measure_lock_path
+
 _PKG = Path(__file__).resolve().parent.parent
 
 try:
@@ -81,10 +83,6 @@ def default_worker_dir() -> Path:
     return Path(f"/tmp/fib-workers-{os.getuid()}{suffix}")
 
 
-def measure_lock_dir() -> Path:
-    return Path(os.environ.get("FIB_MEASURE_LOCK_DIR") or f"/tmp/fib-measure-{os.getuid()}")
-
-
 def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
     slug = device_slug(device)
     # named after the code it runs and the Python that runs it: a worker of other code (an edited
@@ -98,7 +96,7 @@ def worker_paths(device: str, wdir: Path) -> Dict[str, Path]:
         "socket": sock, "lock": wdir / f"{wid}.lock", "log": wdir / f"{wid}.log", "id": Path(wid),
         # one measurement at a time on a device, also across worker versions and worker
         # directories (a notebook's Benchmark and a pipeline run used to measure at once)
-        "measure_lock": measure_lock_dir() / f"{slug}.measure.lock",
+        "measure_lock": measure_lock_path(slug),
     }
 
 

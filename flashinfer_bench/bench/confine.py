@@ -29,9 +29,6 @@ from ..sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
 MAX_FILE_BYTES = 8 << 30
-# tasks a runner needs of its own (shims, torch/CUDA/Triton threads) on top of FIB_SANDBOX_NPROC
-BASE_TASKS = 64
-
 # what `prepare()` did, for `confine()` and the record
 _STATE: Dict[str, Any] = {"prepared": False, "layers": [], "notes": {}}
 
@@ -70,7 +67,7 @@ def prepare(scratch_dir: Path, cache_dir: Path, readable: List[Path]) -> Dict[st
         pass
     # a hard cap on processes and threads (RLIMIT_NPROC does not bind root), taken while still
     # root in the initial namespaces; the shim below removes the group when the runner is gone
-    pids_max = settings.nproc_extra + BASE_TASKS + 2 * (os.cpu_count() or 16)  # OpenMP/inter-op pools
+    pids_max = settings.pids_max()
     group, note = cgroup.enter_limited(pids_max)
     _STATE["notes"]["pids"] = note
     if group is not None:

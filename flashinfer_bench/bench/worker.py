@@ -13,7 +13,6 @@ seconds without requests, or when its socket file is removed or replaced.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import json
 import logging
@@ -35,6 +34,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from pydantic import ValidationError
 
+from .. import measure_lock
 from ..data import Definition, Workload
 from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from .assemble import assemble_trace, environment, read_capped, solution_hash_of
@@ -838,13 +838,8 @@ class Supervisor:
         if self.measure_lock is None:
             yield
             return
-        self.measure_lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.measure_lock, "a+") as f:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        with measure_lock.held(self.measure_lock, exclusive=True):
+            yield
 
     def _socket_is_ours(self, ino: int) -> bool:
         try:

@@ -21,9 +21,12 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional, Tuple
 
+from .. import measure_lock
 from ..data import Definition, Solution
+from ..measure_lock import builds_hold_cpu_measurement
 from ..sandbox.keeper import Keeper
 from ..sandbox.proctree import kill_tree
 from . import keys
@@ -105,9 +108,8 @@ def _build(
         cache.remove_stale(digest)
         tmp = cache.new_temp_dir(digest)
         try:
-            status, message, log, info = _run_child(
-                solution, definition, key, digest, tmp, _timeout(timeout_s)
-            )
+            with _beside_measurements():
+                status, message, log, info = _run_child(solution, definition, key, digest, tmp, _timeout(timeout_s))
             seconds = round(time.perf_counter() - t0, 3)
             if status != OK:
                 return result(status, message, log)
@@ -186,6 +188,17 @@ def _child_env(tmp: Path) -> Dict[str, str]:
     env["FIB_BUILD_PARENT_PID"] = str(os.getpid())
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
+
+
+@contextmanager
+def _beside_measurements() -> Iterator[None]:
+    """While the build child runs (solution code, at idle priority): the CPU's measurement lock
+    held shared, so no CPU measurement runs beside it (measure_lock's docstring)."""
+    if not builds_hold_cpu_measurement():
+        yield
+        return
+    with measure_lock.held(measure_lock.measure_lock_path("cpu"), exclusive=False):
+        yield
 
 
 def _run_child(

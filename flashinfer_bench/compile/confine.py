@@ -7,7 +7,8 @@ process's command line or environment); no sockets, ptrace, namespaces, mounts o
 attributes (seccomp); no capabilities; an allow-listed environment (no exported secrets); a
 private mount namespace where everything but the build directory is read-only (no utime, chmod,
 setxattr on anything outside; where no GPU is visible, see FIB_SANDBOX_RO_MOUNTS; seccomp refuses
-metadata changes everywhere); no core files,
+metadata changes everywhere); no core files, a runner's cap on tasks (pids cgroup), the lowest
+CPU priority (SCHED_IDLE: builds run beside measurements),
 at most FIB_SANDBOX_NOFILE open files; HOME and TMPDIR inside the build directory; orphans come
 back to this process (subreaper) and every process the build started is killed when it ends. On
 a GPU machine CUDA is initialised first (Landlock before CUDA init broke the driver on the H100
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..sandbox import mounts, ns, rlimits, seccomp
+from ..sandbox import cgroup, mounts, ns, rlimits, seccomp
 from ..sandbox import landlock as ll
 from ..sandbox.policy import Settings, allowed_environment, build_ruleset
 from ..sandbox.procfs import task_state
@@ -41,6 +42,13 @@ def confine_build(work_dir: Path) -> Dict[str, Any]:
     settings = Settings.from_env()
     if not settings.enabled:
         return {"sandbox": "none", "notes": {"disabled": "FIB_SANDBOX=off"}}
+    # the build's tasks capped as a runner's (pids cgroup: RLIMIT_NPROC does not bind root); 1500
+    # threads of a build started where a runner gets ~200 (`build_task_flood`). Taken while still
+    # root in the initial namespaces; the next runner's or build's entry removes the group
+    group, notes["pids"] = cgroup.enter_limited(settings.pids_max())
+    if group is not None:
+        layers.append("pidscg")
+    notes["priority"] = rlimits.lowest_priority()
     kept = allowed_environment(dict(os.environ))
     os.environ.clear()
     os.environ.update(kept)

@@ -77,6 +77,10 @@ def total_memory_bytes() -> int:
         return 16 << 30
 
 
+# tasks of a runner or a build before FIB_SANDBOX_NPROC: the interpreter's, torch's and the driver's
+BASE_TASKS = 64
+
+
 @dataclass(frozen=True)
 class Settings:
     enabled: bool
@@ -88,6 +92,11 @@ class Settings:
     scratch_bytes: int = 2048 << 20
     scratch_inodes: int = 100_000
     ro_mounts: str = "auto"
+
+    def pids_max(self) -> int:
+        """Tasks (processes and threads) a runner or a build may hold at once, its pids cgroup's
+        cap: FIB_SANDBOX_NPROC beyond a base and OpenMP/inter-op pools of two per CPU."""
+        return self.nproc_extra + BASE_TASKS + 2 * (os.cpu_count() or 16)
 
     def mounts_wanted(self, gpu: bool) -> bool:
         """The private read-only mount namespace: by default where no GPU is visible. Turned on
