@@ -190,6 +190,33 @@ def _leftovers(r: RunnerHandle, result: Dict[str, Any]) -> None:
                       f"its evaluation; its runner was replaced")
 
 
+# what is kept of a runner's own log (its stdout and stderr) once the runner is gone: a solution
+# wrote it to the file-size limit (1 GiB by default) and nothing removed it (`runner_log_fill`)
+RUNNER_LOG_TAIL = 64 << 10
+
+
+def _keep_tail(path: Path, limit: int) -> None:
+    """Cut a runner's log to its last `limit` bytes, in place (for the diagnosis of what it
+    printed last), once the runner is stopped or gone: a parked runner keeps the file open, so a
+    replaced file would keep its blocks until the runner dies. Never through a link."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        size = os.fstat(fd).st_size
+        if size <= limit:
+            return
+        tail = os.pread(fd, limit, size - limit)
+        head = b"[... cut to its last %d bytes while its runner was stopped]\n" % limit
+        os.pwrite(fd, head + tail, 0)
+        os.ftruncate(fd, len(head) + len(tail))
+    except OSError as e:
+        log.warning("could not cut the runner log %s: %s", path, e)
+    finally:
+        os.close(fd)
+
+
 def sol_key_of(req: Dict[str, Any]) -> str:
     """What a runner serves: the solution's build hash (its name when there is none)."""
     return str((req.get("build") or {}).get("hash") or req.get("solution_name"))
@@ -384,6 +411,7 @@ class Supervisor:
         except OSError:
             pass
         shutil.rmtree(r.scratch, ignore_errors=True)
+        _keep_tail(r.log_path, RUNNER_LOG_TAIL)
         if self.runner is r:
             self.runner = None
         if self.ref_runner is r:
@@ -594,6 +622,7 @@ class Supervisor:
                          read_capped(log_path, cfg.log_limit_bytes))
         _leftovers(r, result)
         self._hold(r)  # stopped now (not after the trace): the GPU must be quiet before the next measurement
+        self._stopped_gate(r, result)
         self._quiet_gate(r, result)
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
@@ -656,16 +685,37 @@ class Supervisor:
             log.warning("parking runner pid %d: %s; discarded", r.proc.pid, e)
             self._discard(r)
             return
-        self._hold(r)
+        if self._hold(r):
+            self._stopped_gate(r, None)
 
     @staticmethod
     def _hold(r: RunnerHandle) -> bool:
         """Stop `r` and everything it started (supervise.stop_tree), unless it is stopped already;
-        True when it was stopped now."""
+        True when it was stopped now. Its own log is then cut to its tail (`_keep_tail`): it
+        writes no more until its next job."""
         if not r.stopped and r.proc.poll() is None:
             r.stopped = supervise.stop_tree(r.proc.pid)
+            _keep_tail(r.log_path, RUNNER_LOG_TAIL)
             return True
         return False
+
+    def _stopped_gate(self, r: RunnerHandle, result: Optional[Dict[str, Any]]) -> None:
+        """After `r` is stopped: is it? A thread inside a long system call runs on under SIGSTOP
+        (`supervise.busy_while_stopped`); such a runner is killed, and `result` (if any) marked
+        `background_work` (suspect, the runner not used again)."""
+        used = supervise.busy_while_stopped(witness._usage_file(r))
+        if used <= 0.25 * supervise.STOPPED_WINDOW_S:  # under a quarter of a CPU: settling, not working
+            return
+        log.warning("runner pid %d used %.0f ms of CPU in %.0f ms while stopped; killed", r.proc.pid, used * 1e3,
+                    supervise.STOPPED_WINDOW_S * 1e3)
+        with self._runner_lock:
+            self._discard(r)
+        if result is not None:
+            result["healthy"] = False
+            result["unhealthy_reason"] = "the solution's runner kept running while stopped"
+            witness._flag(result, "background_work", f"the solution's runner used {used * 1e3:.0f} ms of CPU in "
+                          f"{supervise.STOPPED_WINDOW_S * 1e3:.0f} ms after it was stopped (a thread inside a system "
+                          f"call); its runner was killed")
 
     def _quiet_gate(self, r: RunnerHandle, result: Optional[Dict[str, Any]]) -> None:
         """After `r` (which ran a solution) is stopped: is the GPU quiet (`sandbox/quiet.py`)? If
@@ -721,6 +771,7 @@ class Supervisor:
                 r = self.runner
                 held = r is not None and r.served is not None and self._hold(r)
             if held:  # a path that did not stop it itself (a failure): nothing of it may run on the GPU
+                self._stopped_gate(r, None)
                 self._quiet_gate(r, None)
 
     # ------------------------------------------------------------------ the reference runner

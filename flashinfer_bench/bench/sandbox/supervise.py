@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,26 @@ def held(pid: Optional[int]) -> Iterator[None]:
         yield
     finally:
         resume(pids)
+
+
+# a stopped runner's CPU time over this window, read only when one of its threads is still on a CPU
+STOPPED_WINDOW_S = 0.03
+
+
+def busy_while_stopped(usage_file: Optional[str], window_s: float = STOPPED_WINDOW_S) -> float:
+    """CPU seconds a stopped runner's group used over `window_s` (0.0 where none of its threads
+    is on a CPU, or it has no CPU accounting). SIGSTOP takes a thread when it returns to user
+    space: one inside a long system call that heeds only fatal signals runs on (three threads in
+    `madvise(MADV_POPULATE_READ)` over 64 GiB kept both cores busy ~15 s under a "stopped"
+    runner, `stopped_kernel_burner`); only SIGKILL ends them."""
+    from ...sandbox import cgroup
+
+    if not usage_file or not cgroup._any_running(usage_file):
+        return 0.0
+    c0 = cgroup.cpu_ns(usage_file)
+    time.sleep(window_s)
+    c1 = cgroup.cpu_ns(usage_file)
+    return max(0.0, ((c1 or 0) - (c0 or 0)) / 1e9) if c0 is not None and c1 is not None else 0.0
 
 
 def tree_rss_bytes(pid: int) -> int:
