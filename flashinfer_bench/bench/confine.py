@@ -29,6 +29,20 @@ from ..sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
 MAX_FILE_BYTES = 8 << 30
+def cache_readable(cache_dir: Path) -> List[Path]:
+    """What a runner may read of the artifact cache: the published artifacts and the shim builds,
+    not its `locks/` (a read-only descriptor takes an exclusive flock, and a builder of that hash
+    waited for it up to 3 h while the runner was parked: `flock_cache_locks`) nor its `tmp/`
+    (builds in progress). Made here, before the rules: a rule needs its path to exist."""
+    paths = [cache_dir / "artifacts", cache_dir / "shim"]
+    for p in paths:
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
+    return paths
+
+
 # what `prepare()` did, for `confine()` and the record
 _STATE: Dict[str, Any] = {"prepared": False, "layers": [], "notes": {}}
 
@@ -118,7 +132,7 @@ def prepare(scratch_dir: Path, cache_dir: Path, readable: List[Path]) -> Dict[st
         try:
             # a CPU runner has no use for /dev/shm (a tmpfs file would outlive it, unseen by the
             # memory watch); CUDA runners keep it and the supervisor cleans up after each evaluation
-            rs = build_ruleset(Path(scratch_dir), [Path(cache_dir), *map(Path, readable)], [roofline],
+            rs = build_ruleset(Path(scratch_dir), [*cache_readable(Path(cache_dir)), *map(Path, readable)], [roofline],
                                shm=gpu_runner, whole_proc=_STATE["whole_proc"])
             info = rs.apply()
             _STATE["layers"].append("landlock")
@@ -220,7 +234,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         if _STATE.get("defer_landlock"):
             st = _STATE
             try:
-                rs = build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)],
+                rs = build_ruleset(scratch_dir, [*cache_readable(st["cache_dir"]), *st["readable"], *map(Path, readable)],
                                    whole_proc=st.get("whole_proc", False))
                 # CUDA's threads exist by now: bind them too where the kernel can (docs/security.md)
                 info = rs.apply(all_threads=True)
@@ -231,7 +245,7 @@ def confine(scratch_dir: Path, readable: List[Path]) -> Dict[str, Any]:
         elif "landlock" in layers:
             st = _STATE
             try:
-                build_ruleset(scratch_dir, [st["cache_dir"], *st["readable"], *map(Path, readable)],
+                build_ruleset(scratch_dir, [*cache_readable(st["cache_dir"]), *st["readable"], *map(Path, readable)],
                               shm=False, whole_proc=st.get("whole_proc", False)).apply()
             except OSError as e:
                 notes["landlock_layer2"] = f"failed: {e}"
