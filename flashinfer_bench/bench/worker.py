@@ -43,6 +43,7 @@ from .protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, MessageTooLarge, Mes
 from .runner_zygote import ForkedRunner, ZygoteClient
 from .sandbox import quiet, supervise, witness, witness_graph
 from ..sandbox.keeper import Keeper
+from ..sandbox.policy import Settings
 from .speedup import reusable_reference
 
 log = logging.getLogger("flashinfer_bench.worker")
@@ -215,6 +216,19 @@ def _keep_tail(path: Path, limit: int) -> None:
         log.warning("could not cut the runner log %s: %s", path, e)
     finally:
         os.close(fd)
+
+
+def _unsolicited(sock: socket.socket) -> bool:
+    """Whether a stopped runner left bytes in its socket that nobody asked for: descriptors sent
+    with them (SCM_RIGHTS) stay in flight, counted against the host user's `unix_inflight`, until
+    this end reads or closes (`pipe_pages_parked`); a parked runner holding them is discarded."""
+    import select
+
+    try:
+        ready, _, _ = select.select([sock], [], [], 0)  # (recv would wait out the socket's timeout)
+        return bool(ready) and bool(sock.recv(1, socket.MSG_PEEK))
+    except OSError:
+        return True  # a broken connection: the runner is of no further use
 
 
 def sol_key_of(req: Dict[str, Any]) -> str:
@@ -624,6 +638,8 @@ class Supervisor:
         self._hold(r)  # stopped now (not after the trace): the GPU must be quiet before the next measurement
         self._stopped_gate(r, result)
         self._quiet_gate(r, result)
+        with self._runner_lock:
+            self._evict_over_memory()
         if not result.get("healthy", True):
             self.replace_runner(r, result.get("unhealthy_reason", "unhealthy"))
         out = read_capped(log_path, cfg.log_limit_bytes)
@@ -661,12 +677,32 @@ class Supervisor:
             while len(self.parked) >= runner_pool(self.device):
                 _, old = self.parked.popitem(last=False)
                 self._discard(old)
+            self._evict_over_memory()
             if mine is not None and mine.proc.poll() is None:
                 self.runner = mine  # still stopped: resumed once the reference is timed
                 return mine
             if mine is not None:
                 self._discard(mine)
         return self.ensure_runner()
+
+    def _evict_over_memory(self) -> None:
+        """Parked runners together hold at most one runner's memory limit (the sandbox's
+        host_mem_bytes, FIB_SANDBOX_HOST_MEM_GB), the oldest discarded first: no memory watch sees
+        a parked runner (MemoryWatch watches the one evaluating), and each may hold up to the
+        limit (`parked_memory_pool`: three held 5.08 GiB beside a 2 GiB limit; six, by default,
+        3x the machine). The current runner counts too once it is stopped after its job (it is
+        parked next). Resident memory, as the kernel's OOM killer counts it. Call holding
+        `_runner_lock`."""
+        cap = Settings.from_env().host_mem_bytes
+        sizes = {k: supervise.tree_rss_bytes(r.proc.pid) for k, r in self.parked.items()}
+        cur = self.runner
+        current = supervise.tree_rss_bytes(cur.proc.pid) if cur is not None and cur.stopped else 0
+        while self.parked and sum(sizes.values()) + current > cap:
+            k, old = self.parked.popitem(last=False)
+            log.info("parked runner pid %d discarded: the parked runners held %.2f GiB (over %.2f GiB)",
+                     old.proc.pid, sum(sizes.values()) / 2**30, cap / 2**30)
+            sizes.pop(k, None)
+            self._discard(old)
 
     def _park(self, r: RunnerHandle) -> None:
         """A parked runner stays stopped until its solution's next job. On a GPU it first gives
@@ -687,6 +723,9 @@ class Supervisor:
             return
         if self._hold(r):
             self._stopped_gate(r, None)
+        if r.proc.poll() is None and _unsolicited(r.sock):
+            log.warning("parked runner pid %d wrote to its socket unasked; discarded", r.proc.pid)
+            self._discard(r)
 
     @staticmethod
     def _hold(r: RunnerHandle) -> bool:

@@ -4,8 +4,8 @@ Installed with SECCOMP_FILTER_FLAG_TSYNC, so it binds every thread of the proces
 torch and CUDA started before) and everything they start. Denied calls fail with an errno rather
 than killing the process, so a solution that tries sees a Python exception in its own log.
 
-Denied: socket() of any family (no network, no connection to the worker's unix socket; socketpair
-still works), ptrace and cross-process memory access, namespaces (unshare/setns, clone with
+Denied: socket() of any family (no network, no connection to the worker's unix socket) and
+socketpair() (no descriptors parked in flight), ptrace and cross-process memory access, namespaces (unshare/setns, clone with
 CLONE_NEW*; clone3 answers ENOSYS so libc falls back to clone, whose flags we can see), mounts,
 kernel modules, kexec, bpf, perf events, keyrings, userfaultfd, io_uring (its requests would bypass
 this filter), open_by_handle_at, reboot, swap, clock setting, a file's metadata (mode, owner,
@@ -46,6 +46,11 @@ _NS_FLAGS = 0x7E020080  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEW
 DENIED: Dict[str, Tuple[int, int]] = {
     # name: (x86_64 number, errno)
     "socket": (41, errno.EACCES),
+    # a socketpair of its own carries descriptors in flight (SCM_RIGHTS, never received): they
+    # count against the host user's `unix_inflight`, not the runner's table, and a parked runner
+    # held ~1200 pipes that way, the user's whole allowance (`pipe_pages_parked`: a process of that
+    # user without capabilities could pass no descriptor; the worker hands each evaluation its log so)
+    "socketpair": (53, errno.EACCES),
     "ptrace": (101, errno.EPERM),
     "process_vm_readv": (310, errno.EPERM),
     "process_vm_writev": (311, errno.EPERM),

@@ -909,3 +909,261 @@ def test_a_solution_that_reuses_its_output_buffer_is_witnessed_right(lab: Lab, a
     calls, session 23). A CPU round now copies a call's outputs as it returns."""
     t = lab.run(attack, COST=1)
     assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
+
+
+# ------------------------------------------------------------------------------------------------
+# Red team, session 24 (a helper's): what survives a stop, what the host's user shares, locks a
+# runner may take, its own log, what parked runners hold together, and builds beside measurements.
+# Each test states what the defence SHOULD give; those whose hole is open fail until it is closed.
+
+
+def _busy_cpus(window_s: float = 0.25) -> float:
+    """How many of the machine's CPUs were busy over `window_s` (from /proc/stat)."""
+    def read() -> tuple:
+        f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        return sum(f), f[3] + f[4]  # total, idle + iowait
+
+    t0, i0 = read()
+    time.sleep(window_s)
+    t1, i1 = read()
+    return (os.cpu_count() or 1) * (1 - (i1 - i0) / max(1, t1 - t0))
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmRSS"))
+    except (OSError, StopIteration):
+        return 0
+    return int(line.split()[1]) * 1024
+
+
+def _allocated_bytes(folder: Path) -> int:
+    total = 0
+    for p in folder.rglob("*"):
+        try:
+            total += p.lstat().st_blocks * 512
+        except OSError:
+            continue
+    return total
+
+
+def test_a_stopped_runner_does_no_work_in_the_kernel(tmp_path: Path, monkeypatch) -> None:
+    """`stopped_kernel_burner`: a SIGSTOP takes effect when a thread returns to user space, and
+    `madvise(MADV_POPULATE_READ)` over 64 GiB of zero-page mappings runs ~9 s in the kernel checking
+    only for fatal signals; `stop_tree` judges a process by its leader's state (T). Started right
+    after the supervisor's reading of its last witness round, three such threads keep both cores
+    busy for ~15 s while its runner is "stopped", beside the next reference timing and the next
+    evaluations. SHOULD: a stopped runner uses no CPU (one whose thread keeps running after the
+    stop is killed, which ends the call, and its trace flagged); the reference timed after it
+    keeps its time."""
+    monkeypatch.setenv("FIB_MEASURE_LOCK_DIR", str(tmp_path / "locks"))
+    lab = Lab(tmp_path)
+    lab.start()
+    try:
+        ref0 = lab.run_good(rms_workload(4096, uuid="kernel_burner_ref_0")).evaluation.performance.reference_latency_ms
+        t = lab.run("stopped_kernel_burner", workload=rms_workload(16, uuid="kernel_burner_own"), COST=100)
+        pids = _runners_of(lab.worker_dir)
+        c0 = sum(_cpu_s(p) for p in pids)
+        time.sleep(1.0)
+        burnt = sum(_cpu_s(p) for p in pids) - c0
+        after = lab.run_good(rms_workload(4096, uuid="kernel_burner_ref_1")).evaluation
+        print("KERNEL BURNER", t.evaluation.status.value, sorted(flags(t)), f"stopped runners used {burnt:.2f} CPU s "
+              f"in 1 s; reference {ref0} -> {after.performance.reference_latency_ms} ms, honest after "
+              f"{after.performance.latency_ms} ms")
+        assert burnt < 0.1, f"the worker's stopped runners used {burnt:.2f} CPU s in the second after the evaluation"
+        if t.evaluation.status.value == "PASSED":
+            assert "background_work" in flags(t), t.evaluation.correctness.extra
+    finally:
+        shutdown_worker("cpu", lab.config)
+
+
+def _unprivileged_probe() -> str:
+    """A process of this user without capabilities and with the usual 1024 descriptors: the size of
+    a new pipe of its, and whether it may pass a descriptor (SCM_RIGHTS), e.g. "65536 ok"."""
+    import subprocess
+    import sys
+
+    code = ("import fcntl, os, resource, socket\n"
+            "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))\n"
+            "r, w = os.pipe()\n"
+            "a, b = socket.socketpair()\n"
+            "try:\n    socket.send_fds(a, [b'x'], [r]); ok = 'ok'\n"
+            "except OSError as e:\n    ok = e.strerror\n"
+            "print(fcntl.fcntl(w, 1032), ok)\n")
+    cmd = [sys.executable, "-c", code]
+    if os.geteuid() == 0:  # root keeps CAP_SYS_RESOURCE, which exempts it from both counts
+        cmd = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def test_a_parked_runner_leaves_the_users_pipes_and_descriptors_in_flight(tmp_path: Path, monkeypatch) -> None:
+    """`pipe_pages_parked`: ~1200 pipes parked in flight in a socketpair of its own (SCM_RIGHTS,
+    never received: no process's descriptor table holds them) plus those in its table, ~2000
+    default pipes, twice the user's `pipe-user-pages-soft`, and the whole of the user's in-flight
+    allowance (`unix_inflight`, bounded by the sender's 1024 descriptors). While it is parked a
+    process of the user without CAP_SYS_RESOURCE gets 8 KiB pipes and cannot pass a descriptor
+    (ETOOMANYREFS): a worker run by an ordinary user hands every evaluation its log that way
+    (`worker._hand_log`). SHOULD: the probe gets 64 KiB pipes and passes descriptors. Now
+    socketpair() is refused in a runner, and a runner parked with bytes in its supervisor
+    connection (descriptors it sent there) is discarded."""
+    import shutil as _shutil
+
+    if os.geteuid() == 0 and not _shutil.which("setpriv"):
+        pytest.skip("no setpriv to drop the capabilities of the probe")
+    before = _unprivileged_probe()
+    if before != "65536 ok":
+        pytest.skip(f"the user is over its pipe or in-flight counts already: {before!r}")
+    monkeypatch.setenv("FIB_MEASURE_LOCK_DIR", str(tmp_path / "locks"))
+    lab = Lab(tmp_path)
+    lab.start()
+    try:
+        t = lab.run("pipe_pages_parked")
+        report = t.evaluation.status.value + " " + (_report(t.evaluation.log, "PIPE PAGES REPORT")
+                                                    if "PIPE PAGES REPORT" in t.evaluation.log else t.evaluation.log[-300:])
+        during = _unprivileged_probe()  # the runner is stopped now, holding what it took
+        print("PIPES", report, "| an unprivileged process while it is parked:", during, "| before:", before)
+        assert during == "65536 ok", (during, report)
+    finally:
+        shutdown_worker("cpu", lab.config)
+    assert _unprivileged_probe() == "65536 ok"  # gone with its runner
+
+
+def test_a_parked_runner_holds_no_build_lock(lab: Lab) -> None:
+    """`flock_cache_locks`: a read-only descriptor may take an exclusive flock, and the artifact
+    cache every runner reads keeps `locks/<hash>.lock` of every hash built (filelock leaves it);
+    `compile.build` waits up to 3 h (`LOCK_TIMEOUT_S`) for it before it builds that hash again (a
+    failed or removed build, another solution of equal content). SHOULD: while the runner is
+    parked a builder takes the lock of an existing hash at once."""
+    from filelock import FileLock, Timeout
+
+    from flashinfer_bench.compile.cache import ArtifactCache
+
+    cache = ArtifactCache(lab.cache)
+    digest = "f1" * 32
+    with cache.lock(digest, 5):  # a build of this hash ran once: its lock file stays
+        pass
+    t = lab.run("flock_cache_locks")
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
+    report = _report(t.evaluation.log, "FLOCK CACHE REPORT")
+    lock = FileLock(str(cache.lock_path(digest)), timeout=2)
+    try:
+        lock.acquire()
+        lock.release()
+        stalled = False
+    except Timeout:
+        stalled = True
+    print("FLOCK", report, "| a builder of that hash stalled:", stalled)
+    assert not stalled, report
+    _assert_next_is_fine(lab)
+
+
+def test_a_runners_own_log_does_not_outlive_it(lab: Lab) -> None:
+    """`runner_log_fill`: a runner holds its own `runner-<n>-<random>.log` (its stdout and stderr)
+    open for writing and nothing removes it, not when the runner is replaced or its worker exits;
+    it may grow to the file-size limit (1 GiB by default, 16 MiB in this lab) of real blocks on the
+    worker's disk, per solution. SHOULD: two such solutions grow the logs folder by a few MiB at
+    most."""
+    logs = Path(lab.targets()["logs_dir"])
+    before = _allocated_bytes(logs)
+    src = (ATTACKS / "runner_log_fill.py").read_text()
+    reports = []
+    for i in range(2):  # two solutions: two runners
+        sol = make_solution(f"attack_runner_log_fill_{i}", src + f"\n# solution {i}\n", lab.definition)
+        ev = evaluate_via_worker(lab.definition, sol, rms_workload(16), _shim_build(sol, lab.cache), lab.config,
+                                 dataset_root=lab.dataset).evaluation
+        assert ev.status.value == "PASSED", ev.log[-1500:]
+        reports.append(_report(ev.log, "LOG FILL REPORT"))
+    grown = _allocated_bytes(logs) - before
+    print("LOG FILL", reports, f"the logs folder grew by {grown / 2**20:.1f} MiB")
+    assert grown < 8 << 20, (grown, reports)
+    _assert_next_is_fine(lab)
+
+
+def test_parked_runners_together_hold_at_most_one_runners_memory(tmp_path: Path, monkeypatch) -> None:
+    """`parked_memory_pool` as three solutions: each holds 0.6 of its runner's memory limit
+    (FIB_SANDBOX_HOST_MEM_GB, by default half the machine) and is parked with it; the pool keeps up
+    to 6 runners on a CPU (3 on a GPU) and nothing adds up what they hold: six such solutions hold
+    3.6x a runner's limit, 1.8x the machine's memory by default. SHOULD: the stopped runners of a
+    worker hold together at most one runner's limit."""
+    from .conftest import LIMITS
+
+    monkeypatch.setenv("FIB_MEASURE_LOCK_DIR", str(tmp_path / "locks"))
+    lab = Lab(tmp_path)
+    lab.start()
+    try:
+        src = (ATTACKS / "parked_memory_pool.py").read_text()
+        reports = []
+        for i in range(3):
+            sol = make_solution(f"attack_parked_memory_pool_{i}", src + f"\n# solution {i}\n", lab.definition)
+            ev = evaluate_via_worker(lab.definition, sol, rms_workload(16), _shim_build(sol, lab.cache), lab.config,
+                                     dataset_root=lab.dataset).evaluation
+            reports.append(ev.status.value + " " + _report(ev.log, "PARKED MEMORY REPORT"))
+        held = sum(_rss_bytes(p) for p in _stopped_runners(lab.worker_dir))
+        cap = float(LIMITS["FIB_SANDBOX_HOST_MEM_GB"]) * 2**30
+        print("PARKED MEMORY", reports, f"the stopped runners hold {held / 2**30:.2f} GiB, one runner's limit "
+              f"{cap / 2**30:.2f} GiB")
+        assert held <= cap, (held, reports)
+    finally:
+        shutdown_worker("cpu", lab.config)
+
+
+def test_a_page_cache_thrash_moves_no_number(lab: Lab) -> None:
+    """`page_cache_evict` drops the page cache of the dataset, the artifact cache and the Python tree
+    (posix_fadvise DONTNEED on read-only descriptors) and keeps doing it while its runner runs.
+    Nothing timed reads files: contained, and the next evaluation runs normally."""
+    t = lab.run("page_cache_evict")
+    assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
+    assert "dropped the pages of" in _report(t.evaluation.log, "PAGE CACHE REPORT"), t.evaluation.log[-1500:]
+    _assert_next_is_fine(lab)
+
+
+def test_a_build_does_not_run_beside_a_measurement(lab: Lab, tmp_path: Path) -> None:
+    """`build_cpu_burner`: compile jobs run beside benchmark jobs (only the latter hold the
+    `cpu_worker` resource and the measurement lock) and a build runs solution code at import, with
+    no CPU limit or priority of its own: four processes copying 64 MiB buffers for 15 s share the
+    cores, the cache and the memory bus with the honest solution and the reference measured
+    meanwhile (on a CPU both are wall time). SHOULD: the build's code does not run while an
+    evaluation measures, or runs at idle priority (SCHED_IDLE or nice 19)."""
+    from flashinfer_bench.compile import build
+
+    sol = lab.solution("build_cpu_burner", PROCS=4, SECONDS=15)
+    out: List[object] = []
+    ref0 = lab.run_good(rms_workload(4096, uuid="build_burner_ref_0")).evaluation.performance
+    th = threading.Thread(target=lambda: out.append(build(sol, lab.definition, tmp_path / "cache")), daemon=True)
+    th.start()
+    end = time.monotonic() + 60
+    while time.monotonic() < end and _busy_cpus() < 1.6:  # the build's processes are burning
+        pass
+    t0 = time.monotonic()
+    during = lab.run_good(rms_workload(4096, uuid="build_burner_ref_1")).evaluation
+    t1 = time.monotonic()
+    th.join(180)
+    assert out, "the build did not end"
+    r = out[0]
+    report = next((x for x in (r.log or "").splitlines() if "BUILD BURNER REPORT" in x), "")
+    m = re.search(r"from ([\d.]+) to ([\d.]+) .* policy (\w+) nice (-?\d+)", report)
+    assert m, (r.status, (r.log or "")[-2000:])
+    start, stop, policy, nice = float(m.group(1)), float(m.group(2)), m.group(3), int(m.group(4))
+    overlap = min(t1, stop) - max(t0, start)
+    print("BUILD BURNER", report, f"| evaluation {t0:.3f}-{t1:.3f}, overlap {overlap:.1f} s; reference "
+          f"{ref0.reference_latency_ms} -> {during.performance.reference_latency_ms} ms, honest "
+          f"{ref0.latency_ms} -> {during.performance.latency_ms} ms")
+    assert overlap <= 0 or policy == "SCHED_IDLE" or nice >= 19, report
+
+
+def test_a_build_gets_a_runners_task_limit(lab: Lab, tmp_path: Path) -> None:
+    """`build_task_flood`: a build child has no pids cgroup, no RLIMIT_NPROC (it binds no uid 0
+    anyway) and no pid namespace: it may start tasks until the machine's pid_max and hold them
+    until the build timeout (900 s), and no process of the machine could fork meanwhile. Bounded
+    here at 1500 threads. SHOULD: refused past about a runner's limit (FIB_SANDBOX_NPROC + 64)."""
+    from flashinfer_bench.compile import build
+    from flashinfer_bench.sandbox.policy import Settings
+
+    sol = lab.solution("build_task_flood", N=1500)
+    r = build(sol, lab.definition, tmp_path / "cache")
+    report = next((x for x in (r.log or "").splitlines() if "BUILD TASK FLOOD REPORT" in x), "")
+    m = re.search(r"started (\d+) of", report)
+    assert m, (r.status, (r.log or "")[-2000:])
+    limit = Settings.from_env().nproc_extra + 64 + 2 * (os.cpu_count() or 16)
+    print("TASK FLOOD", report, f"| a runner's limit here: {limit}")
+    assert int(m.group(1)) <= limit, report
