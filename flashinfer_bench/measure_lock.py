@@ -3,7 +3,8 @@ worker directory. A worker holds its device's exclusively while it measures; a b
 CPU's shared while its child runs solution code, so that no CPU measurement (wall time, the
 reference's too) runs beside a build: a build's four processes copying memory at idle CPU
 priority still moved the CPU reference timed meanwhile from 0.47 to 0.85 ms (`build_cpu_burner`,
-session 24; the cores were theirs, the memory bus was not). Builds do not wait for one another."""
+session 24; the cores were theirs, the memory bus was not). Builds do not wait for one another.
+Stdlib only: the pipeline's thin benchmark client loads bench/addressing.py, and this, by path."""
 from __future__ import annotations
 
 import fcntl

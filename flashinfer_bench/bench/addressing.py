@@ -10,7 +10,16 @@ import sys
 from pathlib import Path
 from typing import Dict, Tuple
 
-from ..measure_lock import measure_lock_path
+try:
+    from ..measure_lock import measure_lock_path
+except ImportError:  # loaded by path (the thin client): measure_lock.py is stdlib-only too
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "_fib_measure_lock", Path(__file__).resolve().parent.parent / "measure_lock.py")
+    _mod = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_mod)  # type: ignore[union-attr]
+    measure_lock_path = _mod.measure_lock_path
 
 _PKG = Path(__file__).resolve().parent.parent
 
