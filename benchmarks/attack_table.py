@@ -132,8 +132,8 @@ def witnessed_over_claim(t: Trace) -> Optional[float]:
     return round(est / lat, 3) if isinstance(est, (int, float)) and lat else None
 
 
-def _first_line(log: Optional[str]) -> str:
-    return next((ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("---")), "")[:160]
+def _first_line(log: Optional[str], limit: int = 160) -> str:
+    return next((ln.strip() for ln in (log or "").splitlines() if ln.strip() and not ln.startswith("---")), "")[:limit]
 
 
 def _ms(x: Optional[float]) -> str:
@@ -206,6 +206,7 @@ def main() -> None:
             if g:  # the GPU's device-time round: what it measured against what it allows
                 why = f"graph k={g.get('k')} est {g.get('est_ms')} bound {g.get('bound_ms')} null {g.get('null_ms')} | " + why
             rows[-1]["why"] = why
+            rows[-1]["message"] = _first_line(ev.log, 600)  # a dispute's numbers too (est, claim, bound)
             harmed = "" if ok else "".join(
                 f"\n    honest {when}: {h.evaluation.status.value} {_first_line(h.evaluation.log)}"
                 for when, h in (("before", before), ("after", after)) if h.evaluation.status.value != "PASSED")

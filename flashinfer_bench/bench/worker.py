@@ -742,7 +742,7 @@ class Supervisor:
         """After `r` is stopped: is it? A thread inside a long system call runs on under SIGSTOP
         (`supervise.busy_while_stopped`); such a runner is killed, and `result` (if any) marked
         `background_work` (suspect, the runner not used again)."""
-        used = supervise.busy_while_stopped(witness._usage_file(r))
+        used = supervise.busy_while_stopped(witness._usage_file(r), r.proc.pid)
         if used <= 0.25 * supervise.STOPPED_WINDOW_S:  # under a quarter of a CPU: settling, not working
             return
         log.warning("runner pid %d used %.0f ms of CPU in %.0f ms while stopped; killed", r.proc.pid, used * 1e3,

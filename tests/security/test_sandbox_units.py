@@ -3,6 +3,7 @@ a child process, sealed replies, the supervisor's plausibility checks."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -706,3 +707,54 @@ def test_the_witness_refuses_a_malformed_description_of_outputs(tmp_path: Path, 
     with pytest.raises(ValueError) as e:
         _load_all([[bad]], str(tmp_path), "cpu")
     assert unreadable(e.value).startswith("unreadable outputs (ValueError")
+
+
+BURNER = r"""
+import ctypes, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+size = 32 << 30
+
+
+def burn():
+    addr = libc.mmap(None, size, 1, 0x02 | 0x20 | 0x4000, -1, 0)  # PROT_READ, private anonymous, no reserve
+    libc.madvise(addr, size, 15)  # no huge pages: 4 KiB zero-page entries, the slow kind
+    while True:
+        libc.madvise(addr, size, 22)  # MADV_POPULATE_READ: in the kernel for seconds, deaf to SIGSTOP
+        libc.madvise(addr, size, 4)
+
+
+threading.Thread(target=burn, daemon=True).start()
+print("armed", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_stopped_process_busy_in_the_kernel_is_seen_with_and_without_a_cgroup() -> None:
+    """A thread inside a long system call runs on under SIGSTOP (`stopped_kernel_burner`); the
+    worker's gate reads it from the runner's CPU cgroup, or, where a runner has none (the GPU
+    machine's: no pids cgroup there, session 24), from its threads' scheduler statistics."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", BURNER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "armed"
+        time.sleep(0.3)  # inside its populate
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.05)
+        used = supervise.busy_while_stopped(None, proc.pid, window_s=0.1)
+        assert used > 0.05, used  # most of a CPU over 0.1 s while "stopped"
+    finally:
+        proc.kill()
+        proc.wait()
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        os.kill(idle.pid, signal.SIGSTOP)
+        assert supervise.busy_while_stopped(None, idle.pid, window_s=0.1) < 0.25 * 0.1  # the gate's line
+    finally:
+        idle.kill()
+        idle.wait()

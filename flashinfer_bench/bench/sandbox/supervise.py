@@ -137,20 +137,55 @@ def held(pid: Optional[int]) -> Iterator[None]:
 STOPPED_WINDOW_S = 0.03
 
 
-def busy_while_stopped(usage_file: Optional[str], window_s: float = STOPPED_WINDOW_S) -> float:
-    """CPU seconds a stopped runner's group used over `window_s` (0.0 where none of its threads
-    is on a CPU, or it has no CPU accounting). SIGSTOP takes a thread when it returns to user
-    space: one inside a long system call that heeds only fatal signals runs on (three threads in
-    `madvise(MADV_POPULATE_READ)` over 64 GiB kept both cores busy ~15 s under a "stopped"
-    runner, `stopped_kernel_burner`); only SIGKILL ends them."""
+def busy_while_stopped(usage_file: Optional[str], pid: Optional[int] = None,
+                       window_s: float = STOPPED_WINDOW_S) -> float:
+    """CPU seconds a stopped runner used over `window_s` (0.0 where none of its threads is on a
+    CPU). SIGSTOP takes a thread when it returns to user space: one inside a long system call
+    that heeds only fatal signals runs on (three threads in `madvise(MADV_POPULATE_READ)` over 64
+    GiB kept both cores busy ~15 s under a "stopped" runner, `stopped_kernel_burner`); only
+    SIGKILL ends them. Read from the runner's CPU-accounting cgroup (`usage_file`), else (no
+    cgroup: the GPU machine's runners) from its tree's threads' scheduler statistics."""
     from ...sandbox import cgroup
 
-    if not usage_file or not cgroup._any_running(usage_file):
+    if usage_file:
+        if not cgroup._any_running(usage_file):
+            return 0.0
+        c0 = cgroup.cpu_ns(usage_file)
+        time.sleep(window_s)
+        c1 = cgroup.cpu_ns(usage_file)
+    elif pid:
+        tids = _tree_threads(pid)
+        if not any(task_state(t) == "R" for t in tids):
+            return 0.0
+        c0 = _threads_cpu_ns(tids)
+        time.sleep(window_s)
+        c1 = _threads_cpu_ns(_tree_threads(pid))
+    else:
         return 0.0
-    c0 = cgroup.cpu_ns(usage_file)
-    time.sleep(window_s)
-    c1 = cgroup.cpu_ns(usage_file)
     return max(0.0, ((c1 or 0) - (c0 or 0)) / 1e9) if c0 is not None and c1 is not None else 0.0
+
+
+def _tree_threads(pid: int) -> List[str]:
+    """Every thread of `pid` and the processes below it, as "<pid>/task/<tid>" of /proc."""
+    out: List[str] = []
+    for p in _tree(pid):
+        try:
+            out += [f"{p}/task/{t}" for t in os.listdir(f"/proc/{p}/task")]
+        except OSError:
+            continue
+    return out
+
+
+def _threads_cpu_ns(tids: Iterable[str]) -> int:
+    """The CPU time of these threads so far (ns: the first field of their schedstat)."""
+    total = 0
+    for t in tids:
+        try:
+            with open(f"/proc/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def tree_rss_bytes(pid: int) -> int:
