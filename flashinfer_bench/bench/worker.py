@@ -576,7 +576,12 @@ class Supervisor:
         try:
             with watch:
                 send_msg(r.sock, {"type": "evaluate", "log_path": str(log_path), "request": request, "nonce": nonce})
-                _hand_log(r.sock, log_path)
+                try:
+                    _hand_log(r.sock, log_path)
+                except OSError as e:  # the host's counts (ETOOMANYREFS: the user's descriptors in flight), the disk
+                    self.replace_runner(r, f"its log could not be handed over ({e})")
+                    return trace("RUNTIME_ERROR", f"{ENVIRONMENT_ERROR}the worker could not hand the runner its "
+                                 f"evaluation log ({e}); the runner was replaced", "")
                 reply = recv_msg(r.sock, timeout=cfg.timeout_s, limit=RUNNER_MAX_MESSAGE)
         except TimeoutError:
             self.replace_runner(r, "timeout")
