@@ -29,6 +29,8 @@ from ..sandbox.policy import Settings, build_ruleset
 
 # A solution that writes a runaway log is stopped at this file size (SIGXFSZ -> RUNTIME_ERROR).
 MAX_FILE_BYTES = 8 << 30
+
+
 def cache_readable(cache_dir: Path) -> List[Path]:
     """What a runner may read of the artifact cache: the published artifacts and the shim builds,
     not its `locks/` (a read-only descriptor takes an exclusive flock, and a builder of that hash

@@ -224,6 +224,8 @@ def _unsolicited(sock: socket.socket) -> bool:
     this end reads or closes (`pipe_pages_parked`); a parked runner holding them is discarded."""
     import select
 
+    if sock.fileno() < 0:  # closed: the runner was discarded already
+        return False
     try:
         ready, _, _ = select.select([sock], [], [], 0)  # (recv would wait out the socket's timeout)
         return bool(ready) and bool(sock.recv(1, socket.MSG_PEEK))

@@ -19,14 +19,13 @@ import stat
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 from .. import measure_lock
 from ..data import Definition, Solution
-from ..measure_lock import builds_hold_cpu_measurement
 from ..sandbox.keeper import Keeper
 from ..sandbox.proctree import kill_tree
 from . import keys
@@ -194,7 +193,7 @@ def _child_env(tmp: Path) -> Dict[str, str]:
 def _beside_measurements() -> Iterator[None]:
     """While the build child runs (solution code, at idle priority): the CPU's measurement lock
     held shared, so no CPU measurement runs beside it (measure_lock's docstring)."""
-    if not builds_hold_cpu_measurement():
+    if not measure_lock.builds_hold_cpu_measurement():
         yield
         return
     with measure_lock.held(measure_lock.measure_lock_path("cpu"), exclusive=False):

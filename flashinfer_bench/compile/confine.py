@@ -8,7 +8,7 @@ attributes (seccomp); no capabilities; an allow-listed environment (no exported 
 private mount namespace where everything but the build directory is read-only (no utime, chmod,
 setxattr on anything outside; where no GPU is visible, see FIB_SANDBOX_RO_MOUNTS; seccomp refuses
 metadata changes everywhere); no core files, a runner's cap on tasks (pids cgroup), the lowest
-CPU priority (SCHED_IDLE: builds run beside measurements),
+CPU priority (SCHED_IDLE: builds run beside GPU measurements; CPU ones wait for them, build.py),
 at most FIB_SANDBOX_NOFILE open files; HOME and TMPDIR inside the build directory; orphans come
 back to this process (subreaper) and every process the build started is killed when it ends. On
 a GPU machine CUDA is initialised first (Landlock before CUDA init broke the driver on the H100

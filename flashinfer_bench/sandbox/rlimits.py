@@ -1,4 +1,5 @@
-"""Resource limits a runner and a build share that the kernel counts per user, not per process.
+"""Resource limits a runner and a build share that the kernel counts per user, not per process,
+and the lowest scheduling priority a build runs at.
 
 A runner's user namespace maps it to the host's user, so what the kernel counts per user is
 shared with every other process of that user (the worker, the pipeline, other runners).
