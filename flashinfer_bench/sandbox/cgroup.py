@@ -204,7 +204,7 @@ def cpu_ns(usage_file: Optional[str]) -> Optional[int]:
         return None
 
 
-def _any_running(usage_file: str) -> bool:
+def any_running(usage_file: str) -> bool:
     """Whether a thread of the group `usage_file` belongs to is running or runnable (state R);
     False where its thread list cannot be read. Polled: stops at the first one."""
     folder = os.path.dirname(usage_file)
@@ -241,7 +241,7 @@ def settled_cpu_ns(usage_file: Optional[str], wait_s: float = SETTLE_S) -> Optio
     if not usage_file:
         return None
     end = time.monotonic() + wait_s
-    while _any_running(usage_file) and time.monotonic() < end:
+    while any_running(usage_file) and time.monotonic() < end:
         time.sleep(0.0005)
     return cpu_ns(usage_file)
 

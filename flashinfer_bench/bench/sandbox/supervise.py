@@ -148,7 +148,7 @@ def busy_while_stopped(usage_file: Optional[str], pid: Optional[int] = None,
     from ...sandbox import cgroup
 
     if usage_file:
-        if not cgroup._any_running(usage_file):
+        if not cgroup.any_running(usage_file):
             return 0.0
         c0 = cgroup.cpu_ns(usage_file)
         time.sleep(window_s)
