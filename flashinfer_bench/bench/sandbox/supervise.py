@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from ...sandbox import cgroup
 from ...sandbox.policy import Settings
 from ...sandbox.procfs import parent_pid, task_state
 from ...sandbox.proctree import resume, stop_tree  # noqa: F401 - the supervisor's API
@@ -145,24 +146,26 @@ def busy_while_stopped(usage_file: Optional[str], pid: Optional[int] = None,
     GiB kept both cores busy ~15 s under a "stopped" runner, `stopped_kernel_burner`); only
     SIGKILL ends them. Read from the runner's CPU-accounting cgroup (`usage_file`), else (no
     cgroup: the GPU machine's runners) from its tree's threads' scheduler statistics."""
-    from ...sandbox import cgroup
-
     if usage_file:
-        if not cgroup.any_running(usage_file):
-            return 0.0
-        c0 = cgroup.cpu_ns(usage_file)
-        time.sleep(window_s)
-        c1 = cgroup.cpu_ns(usage_file)
+        def running() -> bool:
+            return cgroup.any_running(usage_file)
+
+        def cpu() -> Optional[int]:
+            return cgroup.cpu_ns(usage_file)
     elif pid:
-        tids = _tree_threads(pid)
-        if not any(task_state(t) == "R" for t in tids):
-            return 0.0
-        c0 = _threads_cpu_ns(tids)
-        time.sleep(window_s)
-        c1 = _threads_cpu_ns(_tree_threads(pid))
+        def running() -> bool:
+            return any(task_state(t) == "R" for t in _tree_threads(pid))
+
+        def cpu() -> Optional[int]:
+            return _threads_cpu_ns(_tree_threads(pid))
     else:
         return 0.0
-    return max(0.0, ((c1 or 0) - (c0 or 0)) / 1e9) if c0 is not None and c1 is not None else 0.0
+    if not running():
+        return 0.0
+    c0 = cpu()
+    time.sleep(window_s)
+    c1 = cpu()
+    return max(0.0, (c1 - c0) / 1e9) if c0 is not None and c1 is not None else 0.0
 
 
 def _tree_threads(pid: int) -> List[str]:
