@@ -163,7 +163,8 @@ def test_the_witness_beneath_the_guard_stops_them_too(name: str, bare_lab: Lab) 
 def _assert_stopped(lab: Lab, name: str, why: str, baseline: Trace, small_baseline: Trace) -> None:
     t = lab.run(name, workload=WL, COST=COST)
     ev = t.evaluation
-    assert not passed_with_gain(t, baseline), (name, ev.status, _speedup(t), _speedup(baseline), ev.log[-1500:])
+    assert not passed_with_gain(t, baseline), (name, ev.status, _speedup(t), _speedup(baseline), ev.log[-1500:],
+                                               ((ev.correctness.extra or {}) if ev.correctness else {}).get("witness"))
     if name in AT_CPU_RESOLUTION and ev.status.value == "PASSED" and why not in flags(t):
         _assert_honest_unaffected(lab, small_baseline)  # within the resolution, without a gain (above)
         return
