@@ -272,17 +272,55 @@ def random_input_mask(
 
 # a pool offers at least this many windows: among 3,000 timed calls (our max) about 2% repeat an offset
 MIN_WINDOWS = 1 << 16
+_FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
+_HALVE_CHUNK = 1 << 24
+
+
+def _halve_(pool: torch.Tensor) -> torch.Tensor:
+    """A normal-float pool made into halves: the sum of two of its windows is again N(mean, 1)
+    (h = (p - m) / sqrt(2) + m / 2, so h1 + h2 = ((p1 - m) + (p2 - m)) / sqrt(2) + m)."""
+    chunks = pool.split(_HALVE_CHUNK)  # a float copy of a whole pool of GBs would double its memory
+    m = sum(float(c.sum(dtype=torch.float64)) for c in chunks) / pool.numel()
+    for c in chunks:
+        c.copy_(c.float().sub_(m).mul_(0.5 ** 0.5).add_(m / 2))
+    return pool
+
+
+def _combine(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """`out` = one draw of our distribution made of two pool windows, in as few kernels as a
+    copy where the dtype allows: the sum for floats, the sum modulo the range for integers
+    (uniform stays uniform), xor for bools and raw bytes."""
+    dtype = out.dtype
+    if dtype in _FP8:  # no fp8 arithmetic: add in fp16 (the halves are small), round back
+        out.copy_(a.to(torch.float16).add_(b.to(torch.float16)))
+    elif dtype in NORMAL_FLOATS:
+        torch.add(a, b, out=out)
+    elif dtype == torch.bool:
+        torch.bitwise_xor(a, b, out=out)
+    elif dtype in INT_RANGES and INT_RANGES[dtype][1] - INT_RANGES[dtype][0] != 256:
+        lo, hi = INT_RANGES[dtype]
+        torch.add(a, b, out=out)
+        if lo:
+            out.sub_(2 * lo)
+        out.remainder_(hi - lo)
+        if lo:
+            out.add_(lo)
+    else:  # int8, uint8 (the whole byte range) and packed dtypes: random bytes, xor stays uniform
+        torch.bitwise_xor(a.view(torch.uint8), b.view(torch.uint8), out=out.view(torch.uint8))
 
 
 class InputRefresher:
-    """New content for the random tensor inputs before each timed call, at the cost of one copy each.
+    """New content for the random tensor inputs before each timed call, at about the cost of a copy.
 
-    One pool per random input (numel + max(numel, MIN_WINDOWS) elements of our distribution,
-    drawn once) and a window at a random offset copied into the call's buffer. Every call sees
-    other content, so an output cached by address or fingerprint is stale and the re-check fails
-    it; a repeated offset is the same input, whose correct answer is the cached one. A fresh draw
-    per call (`fill_random_`) costs ~14 kernel launches per tensor, which dominated a sample's wall
-    time for kernels of a few microseconds.
+    One pool per random input (numel + max(numel, MIN_WINDOWS) elements, drawn once) and two
+    windows at random offsets combined into the call's buffer (`_combine`). Every call sees other
+    content, so an output cached by address or fingerprint is stale and the re-check fails it. A
+    timed input is not a window of anything the runner holds (`pool_window_lookup`, session 23:
+    with one window copied, a solution found the pools on the heap, indexed every window and
+    precomputed each sliding row's norm once, then answered recognised calls at half their cost);
+    the pairs of windows are too many to precompute. A fresh draw per call (`fill_random_`) costs
+    ~14 kernel launches per tensor, which dominated a sample's wall time for kernels of a few
+    microseconds.
     """
 
     def __init__(self, template: Sequence[Any], mask: Sequence[bool], gen: torch.Generator, rng: random.Random) -> None:
@@ -290,27 +328,31 @@ class InputRefresher:
         for i, (t, m) in enumerate(zip(template, mask)):
             if m and isinstance(t, torch.Tensor) and t.numel() > 0:
                 n = t.numel()
-                pool = torch.empty(n + max(n, MIN_WINDOWS), dtype=t.dtype, device=t.device)
-                self.pools[i] = fill_random_(pool, gen, rng)
+                pool = fill_random_(torch.empty(n + max(n, MIN_WINDOWS), dtype=t.dtype, device=t.device), gen, rng)
+                self.pools[i] = _halve_(pool) if t.dtype in NORMAL_FLOATS else pool
 
     def nbytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.pools.values())
 
-    def __call__(self, bufs: Sequence[Any], rng: random.Random) -> Dict[int, int]:
-        """Refresh the random inputs of `bufs`; returns input index -> pool offset used (what
-        `window` needs to rebuild this call's pristine inputs after the call)."""
-        offsets: Dict[int, int] = {}
+    def __call__(self, bufs: Sequence[Any], rng: random.Random) -> Dict[int, Tuple[int, int]]:
+        """Refresh the random inputs of `bufs`; returns input index -> the two pool offsets used
+        (what `window` needs to rebuild this call's pristine inputs after the call)."""
+        offsets: Dict[int, Tuple[int, int]] = {}
         for i, pool in self.pools.items():
             b = bufs[i]
             n = b.numel()
-            off = rng.randrange(pool.numel() - n + 1)
-            b.copy_(pool[off : off + n].view(b.shape))
+            span = pool.numel() - n + 1
+            off = (rng.randrange(span), rng.randrange(span))
+            _combine(pool[off[0] : off[0] + n].view(b.shape), pool[off[1] : off[1] + n].view(b.shape), b)
             offsets[i] = off
         return offsets
 
-    def window(self, i: int, offset: int, like: torch.Tensor) -> torch.Tensor:
-        """The content input `i` got at `offset` (a view of the pool, shaped like `like`)."""
-        return self.pools[i][offset : offset + like.numel()].view(like.shape)
+    def window(self, i: int, offset: Tuple[int, int], like: torch.Tensor) -> torch.Tensor:
+        """The content input `i` got at `offset` (a new tensor shaped like `like`, bit for bit)."""
+        pool, n = self.pools[i], like.numel()
+        out = torch.empty(like.shape, dtype=pool.dtype, device=pool.device)
+        _combine(pool[offset[0] : offset[0] + n].view(like.shape), pool[offset[1] : offset[1] + n].view(like.shape), out)
+        return out
 
 
 def clone_inputs(inputs: Sequence[Any]) -> List[Any]:

@@ -191,6 +191,19 @@ def test_a_leftover_thread_beside_a_cheap_forgery_is_disputed(lab: Lab) -> None:
     _assert_honest_unaffected(lab, small)
 
 
+def test_no_timed_input_is_recognised_as_a_window_of_the_runner_s_pools(lab: Lab) -> None:
+    """`pool_window_lookup` (session 23) found the refresh pools on the heap, recognised each timed
+    input as a window of one and answered it from norms precomputed over the whole pool: PASSED at
+    a forgery of 1.41-1.47x on the CPU, within the witness's slack. Each timed input is now two
+    windows combined: it recognises none, computes honestly, and passes without a gain."""
+    base = _good(lab)
+    t = lab.run("pool_window_lookup", workload=WL, COST=COST)
+    ev = t.evaluation
+    assert "recognised as a pool window" not in ev.log, ev.log[-1500:]
+    assert ev.status.value == "PASSED", ev.log[-1500:]
+    assert not passed_with_gain(t, base)
+
+
 def test_a_content_cache_across_evaluations_gains_nothing(lab: Lab) -> None:
     """Answers remembered by input fingerprint for as long as the runner lives, a miss costing
     2 ms: the second evaluation of the same workload in the same runner times new inputs."""

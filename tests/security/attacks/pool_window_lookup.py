@@ -9,7 +9,8 @@ calls) is then answered with `COST` repeats of a gather and two multiplies, no r
 outputs, about half the cost of the honest `COST` RMSNorms. Any other call (correctness trials,
 the witness's fresh draws, the audit) is computed honestly. The forgery (~2x) is what the
 witness's slack lets pass (2x + 0.25 ms a call for a round of 8).
-Expect: not PASSED with a gain (a GAIN means input recognition alone buys the witness's slack).
+Expect: PASSED without a gain: since session 25 a timed input is two pool windows combined, never one,
+and it recognises none (`test_no_timed_input_is_recognised_as_a_window_of_the_runner_s_pools`).
 """
 import gc
 
@@ -102,6 +103,9 @@ def run(x, weight, eps):
             ox = _lookup(x, weight)
     if ox is None:
         return _honest(x, weight, eps)
+    if not _st.get("said"):
+        _st["said"] = True
+        print("pool_window_lookup: a timed input recognised as a pool window", flush=True)
     h = _st["h"]
     starts = ox + torch.arange(x.shape[0]) * h
     out = None
