@@ -63,6 +63,11 @@ for s in "$@"; do
     evals-zygote) FIB_RUNNER_ZYGOTE=1 step evals-zygote 420 python3 benchmarks/evals_per_gpu_minute.py --anchor shared/anchor-dataset --upstream-path /tmp/fib012 --pairs "${PAIRS:-1}" ;;
     gputests-zygote) FIB_RUNNER_ZYGOTE=1 step gputests-zygote 400 python3 -m pytest -m gpu -q -rfE --tb=short -p no:cacheprovider tests/bench/test_gpu.py tests/security ;;
     attacks) step "attacks${ATTACKS_SHARD:+-${ATTACKS_SHARD/\//of}}" "${ATTACKS_TIMEOUT:-330}" python3 benchmarks/attack_table.py --device cuda --json "$OUT/attacks_gpu${ATTACKS_SHARD:+_${ATTACKS_SHARD/\//of}}.json" --only "${ATTACKS_ONLY:-}" --shard "${ATTACKS_SHARD:-}" ;;
+    attacks-shards) for sh in ${ATTACKS_SHARDS:?say which, e.g. "3/4 4/4"}; do
+        step "attacks-${sh/\//of}" "${ATTACKS_TIMEOUT:-330}" python3 benchmarks/attack_table.py --device cuda --json "$OUT/attacks_gpu_${sh/\//of}.json" --shard "$sh"
+      done ;;
+    cpustop) # the stopped-runner gate on this machine's CPU runners (their CPU cgroup, else the threads' schedstat)
+      step cpustop 150 python3 -m pytest -q -rfE -s -n 0 -p no:cacheprovider -m "not gpu" tests/security/test_attacks.py -k "stopped_runner_does_no_work" ;;
     slack) # the GPU witness's slack (session 21): forgeries sized to its bound, and honest anchor rounds, at
       # the default noise share and at a tighter one (FIB_WITNESS_GRAPH_NOISE_SHARE, default 0.08)
       for share in 0.08 ${SLACK_SHARE:-0.04}; do

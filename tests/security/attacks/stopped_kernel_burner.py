@@ -7,7 +7,8 @@ syscall that checks only for *fatal* signals runs to its end first. `madvise(MAD
 over a huge read-only anonymous mapping (no memory: every page maps the shared zero page, only
 page tables are made) is such a call: ~4.3 s of kernel CPU per 32 GiB on the 2-core VM, and
 `stop_tree` judges a process by its leader's state (T) alone. Honest outputs (COST RMSNorms a call,
-like the other costly attacks); in the last call of each witness round (found in the frames) it
+like the other costly attacks); in the last call of each witness round (found in the frames; on a GPU
+any call of the graph witness) it
 arms __THREADS__ threads (default 3) that wait until the main thread sleeps in its next receive,
 __DELAY_US__ us more (default 1500: after the supervisor's settled CPU reading of the round, before
 its check in the reference runner ends and the runner is stopped), and then each populate __GB__
@@ -87,6 +88,8 @@ def _after_reply():
 def _last_witness_call():
     f = sys._getframe(2)
     while f is not None:
+        if f.f_code.co_filename.endswith("witness_graph.py"):  # a GPU's witness: any of its calls
+            return True
         if f.f_code.co_name == "run" and f.f_code.co_filename.endswith("witness.py"):
             loaded, i = f.f_locals.get("loaded"), f.f_locals.get("i")
             return isinstance(loaded, list) and i == len(loaded) - 1
