@@ -911,6 +911,17 @@ def test_a_solution_that_reuses_its_output_buffer_is_witnessed_right(lab: Lab, a
     assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
 
 
+def test_a_solution_that_sets_the_default_device_is_witnessed_right(lab: Lab) -> None:
+    """`torch.set_default_device` leaves a torch function mode (DeviceContext) active in the
+    solution's runner, and every torch operation of the witness's round there (mapping the inputs,
+    copying the outputs, saving them) went through its Python handler, none of the null's: an
+    honest 16 us RMSNorm was witnessed at 61.7 us and disputed (session 23). The harness's own
+    operations in a round now run with torch function modes off; the solution's call keeps them."""
+    for _ in range(2):  # a second evaluation in the same runner: the mode is still active there
+        t = lab.run("default_device_set")
+        assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
+
+
 # ------------------------------------------------------------------------------------------------
 # Red team, session 24 (a helper's): what survives a stop, what the host's user shares, locks a
 # runner may take, its own log, what parked runners hold together, and builds beside measurements.
