@@ -35,6 +35,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from pydantic import ValidationError
 
 from .. import measure_lock
+from ..compile.cache import remove_entry
 from ..data import Definition, Workload
 from ..data.charge import DATASET_ERROR, ENVIRONMENT_ERROR, says_out_of_memory
 from .assemble import assemble_trace, environment, read_capped, solution_hash_of
@@ -661,9 +662,8 @@ class Supervisor:
     def _clean_shm(self, before: set) -> None:
         """Remove what the evaluation left in /dev/shm (a tmpfs file outlives its process)."""
         for name in _shm_entries() - before:
-            p = Path("/dev/shm") / name
             try:
-                shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+                remove_entry(Path("/dev/shm") / name)
                 log.warning("removed /dev/shm/%s left by an evaluation", name)
             except OSError as e:
                 log.error("cannot remove /dev/shm/%s: %s", name, e)

@@ -75,7 +75,7 @@ class ArtifactCache:
         the build left at the manifest's name goes first (a directory made `publish` raise,
         `build_manifest_dir`), and the new one is created, never followed (a symlink planted
         there had the parent overwrite a file outside the build, `build_unreaped_daemon`)."""
-        _remove_entry(tmp / MANIFEST)
+        remove_entry(tmp / MANIFEST)
         write_json_durably(tmp / MANIFEST, manifest, exclusive=True)
         _fsync_dir(tmp)
         dest = self.artifact_dir(digest)
@@ -113,7 +113,7 @@ def _manifest(artifact_dir: Path):
     return m, None
 
 
-def _remove_entry(path: Path) -> None:
+def remove_entry(path: Path) -> None:
     """Remove what is at `path` (a file, link or directory tree), not following links."""
     try:
         st = os.lstat(path)

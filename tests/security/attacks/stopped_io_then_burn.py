@@ -28,7 +28,7 @@ try:
     _COST = int("__COST__")
 except ValueError:
     _COST = 1
-_THREADS = int("__THREADS__") if "__THREADS__".isdigit() else 3
+_THREADS = int("__THREADS__") if "__THREADS__".isdigit() else 2
 _GB = int("__GB__") if "__GB__".isdigit() else 64
 _PAGES = int("__PAGES__") if "__PAGES__".isdigit() else 300
 _DELAY_US = 1500
@@ -66,7 +66,7 @@ def _cold_file():
                 s = os.stat(p).st_size
             except OSError:
                 continue
-            if s >= (_PAGES * 4 << 12) and (best is None or (n.endswith((".a", "ptxas")) and not best[1].endswith((".a", "ptxas")))):
+            if s >= (_THREADS * _PAGES * 4 << 12) and (best is None or (n.endswith((".a", "ptxas")) and not best[1].endswith((".a", "ptxas")))):
                 best = (s, p)
         if best is not None and best[1].endswith(".a"):
             break
@@ -81,7 +81,7 @@ def _burner(n, path):
     if base in (None, _FAIL):
         print(f"IO THEN BURN thread {n}: reserve failed errno {ctypes.get_errno()}", flush=True)
         return
-    f = _libc.mmap(base, flen, _PROT_READ, _MAP_PRIVATE | _MAP_FIXED, fd, 0)
+    f = _libc.mmap(base, flen, _PROT_READ, _MAP_PRIVATE | _MAP_FIXED, fd, n * flen)  # pages of its own
     a = _libc.mmap(base + flen, alen, _PROT_READ, _MAP_PRIVATE | _MAP_ANON | _MAP_FIXED | _MAP_NORESERVE, -1, 0)
     if f in (None, _FAIL) or a in (None, _FAIL):
         print(f"IO THEN BURN thread {n}: map failed errno {ctypes.get_errno()}", flush=True)
@@ -95,7 +95,7 @@ def _burner(n, path):
             continue
         seen = _go[0]
         _libc.madvise(base, flen + alen, _MADV_DONTNEED)  # our own mappings of the file's pages gone
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # and the pages out of the page cache
+        os.posix_fadvise(fd, n * flen, flen, os.POSIX_FADV_DONTNEED)  # and the pages out of the page cache
         _after_reply()
         t = time.monotonic()
         c = time.thread_time()
