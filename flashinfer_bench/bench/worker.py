@@ -698,12 +698,12 @@ class Supervisor:
         a parked runner (MemoryWatch watches the one evaluating), and each may hold up to the
         limit (`parked_memory_pool`: three held 5.08 GiB beside a 2 GiB limit; six, by default,
         3x the machine). The current runner counts too once it is stopped after its job (it is
-        parked next). Resident memory, as the kernel's OOM killer counts it. Call holding
-        `_runner_lock`."""
+        parked next). Resident memory and page tables, as the kernel's OOM killer counts them
+        (`page_table_hoard`). Call holding `_runner_lock`."""
         cap = Settings.from_env().host_mem_bytes
-        sizes = {k: supervise.tree_rss_bytes(r.proc.pid) for k, r in self.parked.items()}
+        sizes = {k: supervise.tree_memory_bytes(r.proc.pid) for k, r in self.parked.items()}
         cur = self.runner
-        current = supervise.tree_rss_bytes(cur.proc.pid) if cur is not None and cur.stopped else 0
+        current = supervise.tree_memory_bytes(cur.proc.pid) if cur is not None and cur.stopped else 0
         while self.parked and sum(sizes.values()) + current > cap:
             k, old = self.parked.popitem(last=False)
             log.info("parked runner pid %d discarded: the parked runners held %.2f GiB (over %.2f GiB)",

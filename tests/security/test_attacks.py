@@ -911,6 +911,27 @@ def test_a_solution_that_reuses_its_output_buffer_is_witnessed_right(lab: Lab, a
     assert t.evaluation.status.value == "PASSED", t.evaluation.log[-1500:]
 
 
+def _page_tables_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("PageTables:"):
+            return int(line.split()[1]) / 2**20
+    return 0.0
+
+
+def test_page_tables_count_against_the_memory_limit(lab: Lab) -> None:
+    """`page_table_hoard` (red team 6): a read-only mapping of 1.5 TiB with one byte read every 2 MiB
+    makes 3 GiB of page tables (kernel memory) while its resident set stays ~180 MiB: no part of the
+    memory watch counted them (resident set, tmpfs scratch, shared memory by descriptors), so it
+    PASSED over the lab's 2 GiB limit and its parked runner held them through the next
+    evaluations. Page tables now count, in the watch and in the parked runners' cap."""
+    before = _page_tables_gib()
+    t = lab.run("page_table_hoard")
+    ev = t.evaluation
+    assert ev.status.value != "PASSED" and "page tables" in ev.log, (ev.status, ev.log[-1500:])
+    assert _page_tables_gib() < before + 0.5, "the runner's page tables outlived it"
+    _assert_next_is_fine(lab)
+
+
 def test_a_solution_that_sets_the_default_device_is_witnessed_right(lab: Lab) -> None:
     """`torch.set_default_device` leaves a torch function mode (DeviceContext) active in the
     solution's runner, and every torch operation of the witness's round there (mapping the inputs,

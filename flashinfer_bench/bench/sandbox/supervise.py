@@ -204,6 +204,30 @@ def tree_rss_bytes(pid: int) -> int:
     return total
 
 
+def tree_page_table_bytes(pid: int) -> int:
+    """Kernel memory the tree's page tables take (VmPTE): no resident set counts it, and a runner
+    that maps a huge read-only range and reads a byte every 2 MiB makes a 4 KiB table page each
+    while its resident set stays flat (`page_table_hoard`: 3 GiB of page tables beside 184 MiB
+    resident, over a 2 GiB limit, held on while parked; up to 256 GiB a process)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmPTE:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def tree_memory_bytes(pid: int) -> int:
+    """What the tree holds of the host's memory as the parked runners' cap counts it: resident
+    memory plus page tables."""
+    return tree_rss_bytes(pid) + tree_page_table_bytes(pid)
+
+
 def tree_pss_bytes(pid: int) -> int:
     """Sum of proportional resident memory over the tree (shared pages split between sharers)."""
     total = 0
@@ -341,12 +365,15 @@ class MemoryWatch:
                 continue  # the scratch quota alone
             rss = tree_rss_bytes(self.pid)
             scratch = scratch_bytes(self.scratch_view)
-            if rss + scratch + shm > self.limit:  # forked children count shared pages again: look closer
+            tables = tree_page_table_bytes(self.pid)
+            if rss + scratch + shm + tables > self.limit:  # forked children count shared pages again: look closer
                 rss = tree_pss_bytes(self.pid)
-            total = rss + scratch + shm
+            total = rss + scratch + shm + tables
             self.peak = max(self.peak, total)
             if total > self.limit:
                 parts = f"{rss / 2**30:.2f} GiB resident"
+                if tables >= 1 << 26:  # 64 MiB: more than a process's usual few
+                    parts += f" + {tables / 2**30:.2f} GiB of page tables"
                 if scratch:
                     parts += f" + {scratch / 2**30:.2f} GiB in its tmpfs scratch"
                 if shm:
