@@ -747,21 +747,28 @@ class Supervisor:
 
     def _stopped_gate(self, r: RunnerHandle, result: Optional[Dict[str, Any]]) -> None:
         """After `r` is stopped: is it? A thread inside a long system call runs on under SIGSTOP
-        (`supervise.busy_while_stopped`); such a runner is killed, and `result` (if any) marked
-        `background_work` (suspect, the runner not used again)."""
-        used = supervise.busy_while_stopped(witness._usage_file(r), r.proc.pid)
-        if used <= 0.25 * supervise.STOPPED_WINDOW_S:  # under a quarter of a CPU: settling, not working
+        (`supervise.busy_while_stopped`). A runner that burns CPU while stopped is killed and
+        `result` (if any) marked `background_work` (suspect); one with a thread still in the
+        kernel after the grace (asleep on a disk read, say: `stopped_io_then_burn` burnt later)
+        is killed too, its result only marked unhealthy (the runner is not used again)."""
+        window = supervise.STOPPED_WINDOW_S
+        used, unsettled = supervise.busy_while_stopped(witness._usage_file(r), r.proc.pid)
+        burning = used > 0.25 * window  # over a quarter of a CPU: working, not settling
+        if not (burning or unsettled):
             return
-        log.warning("runner pid %d used %.0f ms of CPU in %.0f ms while stopped; killed", r.proc.pid, used * 1e3,
-                    supervise.STOPPED_WINDOW_S * 1e3)
+        log.warning("runner pid %d %s while stopped; killed", r.proc.pid,
+                    f"used {used * 1e3:.0f} ms of CPU per {window * 1e3:.0f} ms" if burning else
+                    f"still had a thread in a system call {supervise.STOPPED_GRACE_S * 1e3:.0f} ms after the stop")
         with self._runner_lock:
             self._discard(r)
-        if result is not None:
-            result["healthy"] = False
-            result["unhealthy_reason"] = "the solution's runner kept running while stopped"
-            witness._flag(result, "background_work", f"the solution's runner used {used * 1e3:.0f} ms of CPU in "
-                          f"{supervise.STOPPED_WINDOW_S * 1e3:.0f} ms after it was stopped (a thread inside a system "
-                          f"call); its runner was killed")
+        if result is None:
+            return
+        result["healthy"] = False
+        result["unhealthy_reason"] = "the solution's runner kept running while stopped"
+        if burning:
+            witness._flag(result, "background_work", f"the solution's runner used {used * 1e3:.0f} ms of CPU per "
+                          f"{window * 1e3:.0f} ms after it was stopped (a thread inside a system call); its runner "
+                          f"was killed")
 
     def _quiet_gate(self, r: RunnerHandle, result: Optional[Dict[str, Any]]) -> None:
         """After `r` (which ran a solution) is stopped: is the GPU quiet (`sandbox/quiet.py`)? If

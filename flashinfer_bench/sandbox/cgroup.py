@@ -15,7 +15,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .procfs import task_state
 
@@ -204,21 +204,23 @@ def cpu_ns(usage_file: Optional[str]) -> Optional[int]:
         return None
 
 
-def any_running(usage_file: str) -> bool:
-    """Whether a thread of the group `usage_file` belongs to is running or runnable (state R);
-    False where its thread list cannot be read. Polled: stops at the first one."""
+def thread_ids(usage_file: str) -> List[str]:
+    """The threads of the group `usage_file` belongs to (empty where the list cannot be read)."""
     folder = os.path.dirname(usage_file)
     for name in ("cgroup.threads", "tasks"):  # v2, v1
         try:
             with open(os.path.join(folder, name)) as f:
-                tids = f.read().split()
-            break
+                return f.read().split()
         except OSError:
             continue
-    else:
-        return False
+    return []
+
+
+def any_running(usage_file: str) -> bool:
+    """Whether a thread of the group `usage_file` belongs to is running or runnable (state R);
+    False where its thread list cannot be read. Polled: stops at the first one."""
     # a thread that exited (no state) has its time in the group's total already
-    return any(task_state(tid) == "R" for tid in tids)
+    return any(task_state(tid) == "R" for tid in thread_ids(usage_file))
 
 
 # how long a reading waits for a group's threads to leave the CPU: a little over one tick at

@@ -732,6 +732,38 @@ time.sleep(60)
 """
 
 
+IN_THE_KERNEL = """
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+print("armed", flush=True)
+if libc.vfork() == 0:  # the parent waits, killable only (state D), until its child exits in 3 s
+    libc.sleep(3)
+    libc._exit(0)
+time.sleep(60)
+"""
+
+
+def test_a_stopped_process_asleep_in_the_kernel_is_not_taken_for_stopped() -> None:
+    """`stopped_io_then_burn` (red team 6): a thread asleep inside a system call (state D, reading
+    a file's pages) when the runner is stopped is not on a CPU, and the gate, which looked for
+    state R once, passed it; its call then burnt both cores for seconds. A thread still in R or D
+    after the grace now reads as not stopped (the worker kills that runner)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", IN_THE_KERNEL], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "armed"
+        time.sleep(0.3)
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(0.05)
+        used, unsettled = supervise.busy_while_stopped(None, proc.pid)
+        assert unsettled and used < 0.25 * supervise.STOPPED_WINDOW_S, used
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_stopped_process_busy_in_the_kernel_is_seen_with_and_without_a_cgroup() -> None:
     """A thread inside a long system call runs on under SIGSTOP (`stopped_kernel_burner`); the
     worker's gate reads it from the runner's CPU cgroup, or, where a runner has none (the GPU
@@ -745,8 +777,8 @@ def test_a_stopped_process_busy_in_the_kernel_is_seen_with_and_without_a_cgroup(
         time.sleep(0.3)  # inside its populate
         os.kill(proc.pid, signal.SIGSTOP)
         time.sleep(0.05)
-        used = supervise.busy_while_stopped(None, proc.pid, window_s=0.1)
-        assert used > 0.05, used  # most of a CPU over 0.1 s while "stopped"
+        used, unsettled = supervise.busy_while_stopped(None, proc.pid, window_s=0.1)
+        assert used > 0.05 and unsettled, used  # most of a CPU over 0.1 s while "stopped", still in its call
     finally:
         proc.kill()
         proc.wait()
@@ -754,7 +786,8 @@ def test_a_stopped_process_busy_in_the_kernel_is_seen_with_and_without_a_cgroup(
     try:
         time.sleep(0.3)
         os.kill(idle.pid, signal.SIGSTOP)
-        assert supervise.busy_while_stopped(None, idle.pid, window_s=0.1) < 0.25 * 0.1  # the gate's line
+        used, unsettled = supervise.busy_while_stopped(None, idle.pid, window_s=0.1)
+        assert used < 0.25 * 0.1 and not unsettled, used  # the gate's line
     finally:
         idle.kill()
         idle.wait()

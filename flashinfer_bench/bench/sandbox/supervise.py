@@ -134,38 +134,55 @@ def held(pid: Optional[int]) -> Iterator[None]:
         resume(pids)
 
 
-# a stopped runner's CPU time over this window, read only when one of its threads is still on a CPU
+# a stopped runner's CPU time over at least this window, read only when one of its threads is
+# still running or inside a system call
 STOPPED_WINDOW_S = 0.03
+# ... and for as long as one still is, up to this: a thread that is still in the kernel (R or D)
+# this long after the stop is in a call that heeds only SIGKILL
+STOPPED_GRACE_S = 0.25
+_NOT_STOPPED = ("R", "D")
 
 
 def busy_while_stopped(usage_file: Optional[str], pid: Optional[int] = None,
-                       window_s: float = STOPPED_WINDOW_S) -> float:
-    """CPU seconds a stopped runner used over `window_s` (0.0 where none of its threads is on a
-    CPU). SIGSTOP takes a thread when it returns to user space: one inside a long system call
+                       window_s: float = STOPPED_WINDOW_S, grace_s: float = STOPPED_GRACE_S) -> Tuple[float, bool]:
+    """(CPU seconds a stopped runner used per `window_s`, whether a thread of it was still running
+    or inside a system call `grace_s` after the stop); (0.0, False) where every thread is stopped
+    or asleep. SIGSTOP takes a thread when it returns to user space: one inside a long system call
     that heeds only fatal signals runs on (three threads in `madvise(MADV_POPULATE_READ)` over 64
     GiB kept both cores busy ~15 s under a "stopped" runner, `stopped_kernel_burner`); only
-    SIGKILL ends them. Read from the runner's CPU-accounting cgroup (`usage_file`), else (no
-    cgroup: the GPU machine's runners) from its tree's threads' scheduler statistics."""
+    SIGKILL ends them. A thread asleep in such a call (state D, reading a file's pages from the
+    disk) is not on a CPU at the first look and burns later (`stopped_io_then_burn`, red team 6:
+    the gate looked for state R once and passed it 1 time in 5), so the gate watches while any
+    thread is in R or D, up to `grace_s`. Read from the runner's CPU-accounting cgroup
+    (`usage_file`), else (no cgroup: the GPU machine's runners) from its tree's threads'
+    scheduler statistics."""
     if usage_file:
-        def running() -> bool:
-            return cgroup.any_running(usage_file)
+        def threads() -> List[str]:
+            return cgroup.thread_ids(usage_file)
 
         def cpu() -> Optional[int]:
             return cgroup.cpu_ns(usage_file)
     elif pid:
-        def running() -> bool:
-            return any(task_state(t) == "R" for t in _tree_threads(pid))
+        def threads() -> List[str]:
+            return _tree_threads(pid)
 
         def cpu() -> Optional[int]:
             return _threads_cpu_ns(_tree_threads(pid))
     else:
-        return 0.0
-    if not running():
-        return 0.0
-    c0 = cpu()
+        return 0.0, False
+
+    def active() -> bool:
+        return any(task_state(t) in _NOT_STOPPED for t in threads())
+
+    if not active():
+        return 0.0, False
+    t0, c0 = time.monotonic(), cpu()
     time.sleep(window_s)
-    c1 = cpu()
-    return max(0.0, (c1 - c0) / 1e9) if c0 is not None and c1 is not None else 0.0
+    while active() and time.monotonic() - t0 < grace_s:
+        time.sleep(0.005)
+    c1, elapsed = cpu(), time.monotonic() - t0
+    used = max(0.0, (c1 - c0) / 1e9) * window_s / elapsed if c0 is not None and c1 is not None else 0.0
+    return used, elapsed >= grace_s and active()
 
 
 def _tree_threads(pid: int) -> List[str]:
