@@ -13,6 +13,8 @@ patched or replaced, no input is indexed. Timed calls compute int(COST x __FRAC_
 witness's, the audit) does the honest COST. What the witness lets through is its slack (2x + the
 allowance a call for a costly claim).
 Expect: not PASSED with a gain (a GAIN: timed calls are still recognisable, two windows or one).
+Session 25: a GAIN of 1.67-1.73x on the CPU in 2 of 3 tables, within the CPU witness's 2x
+resolution (docs/security.md: not closed); recognising the timed calls needs no prediction.
 """
 import gc
 import random
