@@ -67,7 +67,7 @@ for s in "$@"; do
         step "attacks-${sh/\//of}" "${ATTACKS_TIMEOUT:-330}" python3 benchmarks/attack_table.py --device cuda --json "$OUT/attacks_gpu_${sh/\//of}.json" --shard "$sh"
       done ;;
     cpustop) # the stopped-runner gate on this machine's CPU runners (their CPU cgroup, else the threads' schedstat)
-      step cpustop 150 python3 -m pytest -q -rfE -s -n 0 -p no:cacheprovider -m "not gpu" tests/security/test_attacks.py -k "stopped_runner_does_no_work" ;;
+      step cpustop 150 python3 -m pytest -q -rfE -s -n 0 -p no:cacheprovider -m "not gpu" tests/security/test_attacks.py tests/security/test_sandbox_units.py -k "stopped_runner_does_no_work or stopped_process or page_tables_count" ;;
     slack) # the GPU witness's slack (session 21): forgeries sized to its bound, and honest anchor rounds, at
       # the default noise share and at a tighter one (FIB_WITNESS_GRAPH_NOISE_SHARE, default 0.08)
       for share in 0.08 ${SLACK_SHARE:-0.04}; do
