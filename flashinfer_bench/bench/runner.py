@@ -85,6 +85,7 @@ def main(argv: Optional[list] = None) -> int:
         # each message, a solution that swapped `witness.run` during its first witnessed call
         # had its own lean handler answer every later round (`witness_midround_patch`, session 23)
         handlers = _witness_handlers(witness, witness_graph)
+        plain = witness._plain  # likewise: the handlers' torch-function-modes-off block
         guard = Guard()  # identities of the timing primitives and our code, before any solution
         state.runnable = guard.wrap_loader(state.runnable)  # type: ignore[method-assign]
         key = new_key()
@@ -142,32 +143,33 @@ def main(argv: Optional[list] = None) -> int:
             # sandbox/witness.py (the coarse rounds) and sandbox/witness_graph.py (the GPU's device-time round)
             h = handlers[kind]
             try:
-                if kind == "witness_inputs":
-                    result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
-                               ahead=int(msg.get("ahead", 0)), chain=bool(msg.get("chain")))
-                elif kind == "witness_prepare":
-                    result = h(state, msg["request"], str(msg.get("mode")))
-                elif kind == "witness":
-                    result = h(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None,
-                               chain=bool(msg.get("chain")))
-                elif kind == "witness_check":
-                    t_check = time.perf_counter()
-                    result = h(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
-                               places=msg.get("places"), previous=msg.get("previous"))
-                    result["ms"] = round((time.perf_counter() - t_check) * 1e3, 3)  # its own time (the table's)
-                elif kind == "witness_graph_stage":
-                    result = h(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))
-                elif kind == "witness_graph_touch":
-                    result = h(state)
-                elif kind == "witness_graph_go":
-                    result = h(state, int(msg["seed"]), int(msg["key"]))
-                elif kind == "witness_graph_expect":
-                    result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), [int(c) for c in msg["calls"]])
-                elif kind == "witness_graph_save":
-                    result = h(state, [int(i) for i in msg["calls"]], str(msg["folder"]))
-                else:
-                    result = h(state, msg["request"], int(msg["seed"]), int(msg["key"]), int(msg["k"]), msg["calls"],
-                               msg["digests"], msg["saved"], str(msg["folder"]))
+                with plain():  # torch function modes off: the solution's calls get them back
+                    if kind == "witness_inputs":
+                        result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
+                                   ahead=int(msg.get("ahead", 0)), chain=bool(msg.get("chain")))
+                    elif kind == "witness_prepare":
+                        result = h(state, msg["request"], str(msg.get("mode")))
+                    elif kind == "witness":
+                        result = h(state, msg["inputs"], str(msg["folder"]), sock if msg.get("stepped") else None,
+                                   chain=bool(msg.get("chain")))
+                    elif kind == "witness_check":
+                        t_check = time.perf_counter()
+                        result = h(state, msg["request"], int(msg["seed"]), msg["calls"], str(msg["folder"]),
+                                   places=msg.get("places"), previous=msg.get("previous"))
+                        result["ms"] = round((time.perf_counter() - t_check) * 1e3, 3)  # its own time (the table's)
+                    elif kind == "witness_graph_stage":
+                        result = h(state, int(msg["k"]), int(msg.get("m", 1)), bool(msg.get("eager", False)))
+                    elif kind == "witness_graph_touch":
+                        result = h(state)
+                    elif kind == "witness_graph_go":
+                        result = h(state, int(msg["seed"]), int(msg["key"]))
+                    elif kind == "witness_graph_expect":
+                        result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), [int(c) for c in msg["calls"]])
+                    elif kind == "witness_graph_save":
+                        result = h(state, [int(i) for i in msg["calls"]], str(msg["folder"]))
+                    else:
+                        result = h(state, msg["request"], int(msg["seed"]), int(msg["key"]), int(msg["k"]), msg["calls"],
+                                   msg["digests"], msg["saved"], str(msg["folder"]))
             except Exception:  # noqa: BLE001 - the solution raised (or a bug of ours): the supervisor decides
                 import traceback
 

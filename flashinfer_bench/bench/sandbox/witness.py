@@ -747,23 +747,33 @@ _END = struct.Struct(">Q")  # a stepped round's answer: where the call's outputs
 
 
 def _plain() -> Any:
-    """Torch function modes (and subclass overrides) off for the harness's own operations of a
-    round in a runner: a mode the solution left active (`torch.set_default_device` leaves a
-    DeviceContext, which the guard allows) sent every one of them through its Python handler in
-    the solution's runner and none in the null's, and an honest 16 us RMSNorm was witnessed at
-    61.7 us and disputed (session 23; `default_device_set`). The solution's own call keeps its
-    modes. The null's round enters it as often as the solution's (the same steps, bar a DPS call's
-    output allocation)."""
-    if not _PLAIN:
+    """Torch function modes (and subclass overrides) off for the harness's own operations of the
+    witness in a runner (the runner enters it around every witness message): a mode the solution
+    left active (`torch.set_default_device` leaves a DeviceContext, which the guard allows) sent
+    every one of them through its Python handler in the solution's runner and none in the null's,
+    and an honest 16 us RMSNorm was witnessed at 61.7 us and disputed on a CPU (session 23); on a
+    GPU its tensors made without a device went there, and the graph round failed
+    (`default_device_set`, session 25). The solution's own calls get them back (`_as_solution`)."""
+    return _context("DisableTorchFunction")
+
+
+def _as_solution() -> Any:
+    """The solution's torch function modes on again for its own call inside `_plain`."""
+    return _context("_EnableTorchFunction")
+
+
+def _context(name: str) -> Any:
+    ctx = _CONTEXTS.get(name)
+    if ctx is None:
         import contextlib
 
         import torch
 
-        _PLAIN.append(getattr(torch._C, "DisableTorchFunction", None) or contextlib.nullcontext)
-    return _PLAIN[0]()
+        ctx = _CONTEXTS[name] = getattr(torch._C, name, None) or contextlib.nullcontext
+    return ctx()
 
 
-_PLAIN: List[Any] = []  # the context manager's class, resolved once
+_CONTEXTS: Dict[str, Any] = {}  # torch's context managers by name, resolved once
 
 
 def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock: Any = None,
@@ -809,8 +819,7 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
     steps: Optional[_StepWriter] = None  # a stepped round's outputs, written call by call
     try:
         per_call_sync = ev.device.type != "cuda"
-        with _plain():
-            loaded = load_fn(saved_inputs, d, ev.device)
+        loaded = load_fn(saved_inputs, d, ev.device)
         steps = _StepWriter(os.path.join(d, "outputs.bin")) if sock is not None else None
         chained = _chain_index(ev, loaded[0]) if chain and len(loaded) > 1 else None
         t1 = clock()
@@ -818,16 +827,13 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
             if sock is not None:  # stepped (CPU): call i's inputs exist only once the supervisor says go
                 _await_go(sock, i)
             if chained is not None and i > 0:  # call i's inputs exist only once call i-1 returned
-                with _plain():
-                    args = chain_fn(args, chained, results[-1])
+                args = chain_fn(args, chained, results[-1])
             if runnable is None:
                 outs = zeros
             else:
-                outs = []
-                if dps:
-                    with _plain():
-                        outs = allocate_outputs(ev.definition, ev.axes, ev.device)
-                outs = call_fn(ev, runnable, args, outs)
+                outs = allocate_outputs(ev.definition, ev.axes, ev.device) if dps else []
+                with _as_solution():
+                    outs = call_fn(ev, runnable, args, outs)
                 # plain tensors only: a subclass's __torch_function__ would run the solution's code
                 # inside the harness's chain and save (`chain_subclass_empty` emptied the outputs'
                 # description from there, session 21)
@@ -846,18 +852,15 @@ def run(state: Any, saved_inputs: List[List[Dict[str, Any]]], folder: str, sock:
                 # pages each call in both runners (before, the solution's outputs were, the
                 # null's one zero set was not: an honest 4 x 4096 RMSNorm was witnessed at
                 # 2.3-2.7x its claim, its bound 2.8x)
-                with _plain():
-                    outs = [o.clone() if isinstance(o, torch.Tensor) else o for o in outs]
-                    _sync(ev.device)
+                outs = [o.clone() if isinstance(o, torch.Tensor) else o for o in outs]
+                _sync(ev.device)
             results.append(tuple(outs))  # a row the solution's code cannot empty (`chain_empty_rows`)
             if steps is not None:  # the call's outputs into the file, then where they end
-                with _plain():
-                    sock.sendall(_END.pack(steps.add(results[-1])))
+                sock.sendall(_END.pack(steps.add(results[-1])))
         t2 = clock()
-        with _plain():
-            _sync(ev.device)
-            t3 = clock()
-            calls = steps.finish() if steps is not None else save_fn(results, os.path.join(d, "outputs.bin"))
+        _sync(ev.device)
+        t3 = clock()
+        calls = steps.finish() if steps is not None else save_fn(results, os.path.join(d, "outputs.bin"))
         t4 = clock()
     finally:
         if steps is not None:

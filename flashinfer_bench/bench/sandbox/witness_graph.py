@@ -326,7 +326,8 @@ class _Staged:
             if self.runnable is None:
                 outs = self.null_outs
             else:
-                outs = self.ev._call_solution(self.runnable, args, self.dps_outs[i] if self.dps_outs else [])
+                with coarse._as_solution():  # the runner's witness handlers run with torch function modes off
+                    outs = self.ev._call_solution(self.runnable, args, self.dps_outs[i] if self.dps_outs else [])
             self._keep(i, outs)
         rows = self.rows or []
         if n < self.k:  # the warm-up: the hash only
