@@ -12,6 +12,7 @@ records the failure and starts another.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import os
 import socket
@@ -143,7 +144,9 @@ def main(argv: Optional[list] = None) -> int:
             # sandbox/witness.py (the coarse rounds) and sandbox/witness_graph.py (the GPU's device-time round)
             h = handlers[kind]
             try:
-                with plain():  # torch function modes off: the solution's calls get them back
+                # torch function modes off (the solution's calls get them back); the coarse round
+                # switches them per step itself
+                with plain() if kind != "witness" else contextlib.nullcontext():
                     if kind == "witness_inputs":
                         result = h(state, msg["request"], int(msg["seed"]), int(msg["k"]), str(msg["folder"]),
                                    ahead=int(msg.get("ahead", 0)), chain=bool(msg.get("chain")))
