@@ -171,18 +171,23 @@ def busy_while_stopped(usage_file: Optional[str], pid: Optional[int] = None,
     else:
         return 0.0, False
 
-    def active() -> bool:
-        return any(task_state(t) in _NOT_STOPPED for t in threads())
+    def states() -> List[Optional[str]]:
+        return [task_state(t) for t in threads()]
 
-    if not active():
+    now = states()
+    if not any(x in _NOT_STOPPED for x in now):
         return 0.0, False
     t0, c0 = time.monotonic(), cpu()
-    time.sleep(window_s)
-    while active() and time.monotonic() - t0 < grace_s:
-        time.sleep(0.005)
+    if "R" in now:  # on a CPU: read what it burns over the window
+        time.sleep(window_s)
+    # else only asleep in a call (a CUDA runner's driver threads, briefly, after most stops on the
+    # H200: the whole window each time cost ~40 ms a job): polled until it leaves it
+    while any(x in _NOT_STOPPED for x in states()) and time.monotonic() - t0 < grace_s:
+        time.sleep(0.002)
     c1, elapsed = cpu(), time.monotonic() - t0
-    used = max(0.0, (c1 - c0) / 1e9) * window_s / elapsed if c0 is not None and c1 is not None else 0.0
-    return used, elapsed >= grace_s and active()
+    spent = max(0.0, (c1 - c0) / 1e9) if c0 is not None and c1 is not None else 0.0
+    used = spent * window_s / max(elapsed, window_s)  # a rate, per window: never from a few ms' sample
+    return used, elapsed >= grace_s and any(x in _NOT_STOPPED for x in states())
 
 
 def _tree_threads(pid: int) -> List[str]:
