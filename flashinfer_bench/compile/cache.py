@@ -106,8 +106,8 @@ def _manifest(artifact_dir: Path):
         return None, f"{path} does not exist"
     except OSError as e:
         return None, f"{path} cannot be read: {e.strerror or e} (errno {e.errno})"
-    except ValueError as e:
-        return None, f"{path} is not valid JSON: {e}"
+    except (ValueError, RecursionError) as e:  # RecursionError: nested past the parser's depth
+        return None, f"{path} is not valid JSON: {type(e).__name__}: {e}"
     if not isinstance(m, dict) or m.get("status") != OK:
         return None, f"{path}: status is {m.get('status') if isinstance(m, dict) else m!r}, not {OK}"
     return m, None

@@ -203,12 +203,26 @@ CHILD_INFO_KEYS = {
 }
 
 
+INFO_DEPTH = 4
+
+
+def _shallow(v: Any, depth: int) -> bool:
+    """Whether `v` is JSON nested at most `depth` containers deep."""
+    if isinstance(v, dict):
+        return depth > 0 and all(_shallow(x, depth - 1) for x in v.values())
+    if isinstance(v, list):
+        return depth > 0 and all(_shallow(x, depth - 1) for x in v)
+    return True
+
+
 def child_info(info: Any) -> Dict[str, Any]:
     """The part of a build child's self-report the parent may record: known keys only, cache
     directories as plain names inside the artifact."""
     if not isinstance(info, dict):
         return {}
-    out = {k: v for k, v in info.items() if k in CHILD_INFO_KEYS}
+    # values nested a few levels at most: a list nested ~950 deep under `note` went into the
+    # manifest, and re-reading it raised RecursionError out of build() (`build_info_deep`)
+    out = {k: v for k, v in info.items() if k in CHILD_INFO_KEYS and _shallow(v, INFO_DEPTH)}
     for k in ("triton_cache", "tilelang_cache", "library"):
         v = out.get(k)
         if v is None:

@@ -295,6 +295,7 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(str(tmp))
     srv.listen(64)
+    srv.setblocking(False)  # an event that is not a client (see `_closed`) must not block the loop
     os.replace(tmp, path)
     my_inode = os.stat(path).st_ino
     path.with_suffix(".starting").unlink(missing_ok=True)
@@ -312,7 +313,10 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                 _preload(preload)
             for key, _ in events:
                 if key.fileobj is srv:
-                    conn, _ = srv.accept()
+                    try:
+                        conn, _ = srv.accept()
+                    except BlockingIOError:  # no client after all: never wait for one here
+                        continue
                     conn.settimeout(10.0)
                     try:
                         _, fds, _, _ = socket.recv_fds(conn, 1, 3)
@@ -336,7 +340,10 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                     go_r, go_w = os.pipe()
                     pid = os.fork()
                     if pid == 0:
-                        inherited = [srv, *running.values(), *_keeper_ends(keeper)]
+                        # the selector too: a build holding its epoll descriptor added fake "readable"
+                        # entries named after other builds' connections, and the zygote killed those
+                        # builds (`build_zygote_epoll`, red team 7)
+                        inherited = [srv, sel, *running.values(), *_keeper_ends(keeper)]
                         if req["kind"] not in _KEEPS_CONNECTION:
                             inherited.append(conn)
                         _exit_with(lambda: _after(go_r, go_w) and handler(req, fds), inherited)
@@ -359,6 +366,8 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
                     sel.register(conn, selectors.EVENT_READ, pid)
                     last = time.monotonic()
                 else:  # a waiting client closed its end (killed, or gave up on a timeout)
+                    if not _closed(key.fileobj):
+                        continue  # readable, not ended: nothing a client sends after its request
                     pid = key.data
                     sel.unregister(key.fileobj)
                     # the whole tree: its process group would miss what runs in a session of its own.
@@ -395,6 +404,16 @@ def serve(path: Path, handlers: Optional[Dict[str, Handler]] = None, preload: Se
         except OSError:
             pass
         srv.close()
+
+
+def _closed(conn: socket.socket) -> bool:
+    """Whether a waiting client's connection has ended (not merely been reported readable)."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _keeper():  # noqa: ANN202 - sandbox.keeper.Keeper, imported here (module: stdlib only)
