@@ -129,4 +129,11 @@ def apply(
         _setattr(s, 0, MOUNT_ATTR_RDONLY, recursive=True)
     done["read_only"] = "/ (recursive)"
     done["writable"] = rw
+    # the working directory still names the directory under the mounts just made (a build's own
+    # directory under its bind mount, a runner's scratch under its tmpfs): relative writes there
+    # failed with EROFS; entered again by path, it is the writable mount's
+    try:
+        os.chdir(os.getcwd())
+    except OSError:
+        pass
     return done

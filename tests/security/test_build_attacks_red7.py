@@ -111,3 +111,14 @@ def test_a_build_cannot_hard_link_files_from_outside(lab: Lab, unchanged, tmp_pa
         for p in Path(r.artifact_dir).rglob("*"):
             if p.is_file():
                 assert os.stat(p).st_nlink == 1, f"{p} is a hard link"
+
+
+RELATIVE_WRITE = "open('made_at_build.txt', 'w').write('x')  # an honest build writing next to itself\n" + GOOD_VR
+
+
+def test_a_build_may_write_relative_paths_in_its_directory(lab: Lab, tmp_path: Path) -> None:
+    """Seen by red team 7: inside the build's read-only mount namespace its working directory
+    still named the directory under its own bind mount, and a relative write failed with EROFS
+    ("Read-only file system"), an honest build's COMPILE_ERROR."""
+    r = build(make_solution("relative_write", RELATIVE_WRITE, lab.definition), lab.definition, tmp_path / "cache")
+    assert r.status == OK, (r.status, r.message, (r.log or "")[-800:])
