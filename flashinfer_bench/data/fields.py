@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Optional
 
@@ -24,6 +25,7 @@ __all__ = [
     "Float",
     "Int",
     "MAX_NAME_BYTES",
+    "MAX_NAME_FIELD_BYTES",
     "MAX_PATH_BYTES",
     "NameStr",
     "name_problem",
@@ -31,6 +33,14 @@ __all__ = [
 ]
 
 MAX_NAME_BYTES = 255    # NAME_MAX of Linux file systems
+# a name becomes a file name with a suffix (".jsonl") and, while written, a temp file's decoration
+# (".<name>.json.<pid>.<n>.tmp"): a 251-255 byte solution name passed and the run's first
+# `builds/<name>.json` raised ENAMETOOLONG, which stopped every definition's jobs (red team 8)
+MAX_NAME_FIELD_BYTES = MAX_NAME_BYTES - 32
+# Snakemake refuses a wildcard value that ends in a substring repeated 20 times or more
+# (PeriodicWildcardError, raised while it builds the whole run's job graph: one solution named
+# "fast_rmsnorm" + 20 underscores stopped every job of every definition, red team 8)
+_PERIODIC = re.compile(r"(.+)\1{19,}$", re.DOTALL)
 MAX_PATH_BYTES = 1024   # a dataset path, leaving room for the directory it is placed under
 INT64_MAX = (1 << 63) - 1
 
@@ -79,8 +89,10 @@ Bool = Annotated[bool, BeforeValidator(_bool)]
 
 def _control(text: str) -> Optional[str]:
     for ch in text:
-        if ord(ch) < 32 or ord(ch) == 127:
+        if ord(ch) < 32 or 127 <= ord(ch) < 160:  # C0, DEL and C1 (U+009B is a terminal's CSI)
             return f"contains the control character U+{ord(ch):04X}"
+        if 0x202A <= ord(ch) <= 0x202E or 0x2066 <= ord(ch) <= 0x2069:
+            return f"contains the bidirectional control U+{ord(ch):04X} (it reorders what is shown after it)"
         if 0xD800 <= ord(ch) <= 0xDFFF:
             return f"contains the lone surrogate U+{ord(ch):04X} (not UTF-8 text)"
     return None
@@ -98,8 +110,13 @@ def name_problem(value: str) -> Optional[str]:
     if value in (".", ".."):
         return f"is {value!r}, which names a directory"
     n = len(value.encode("utf-8"))
-    if n > MAX_NAME_BYTES:
-        return f"is {n} bytes long; it names files, which take at most {MAX_NAME_BYTES}"
+    if n > MAX_NAME_FIELD_BYTES:
+        return (f"is {n} bytes long; it names files (with a suffix and a temp file's decoration: at most "
+                f"{MAX_NAME_BYTES} bytes), so it may take at most {MAX_NAME_FIELD_BYTES}")
+    m = _PERIODIC.search(value)
+    if m:
+        return (f"ends in {m.group(1)!r} repeated {len(m.group(0)) // len(m.group(1))} times, which the run's workflow "
+                f"(Snakemake) refuses in the file names it makes")
     return None
 
 
