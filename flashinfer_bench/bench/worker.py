@@ -163,6 +163,7 @@ class RunnerHandle:
     seq: int = 0
     served: Optional[str] = None  # the solution (build hash) this runner has run, if any
     stopped: List[int] = field(default_factory=list)  # pids stopped while parked during an evaluation
+    out_of_step: bool = False  # a reply may still come for an earlier request: never asked again (witness.out_of_step)
 
 
 def reference_key(req: Dict[str, Any], cfg: EvalConfig, device: str) -> str:
@@ -833,7 +834,8 @@ class Supervisor:
         checks), started when there is none or it died; None when it cannot start (logged)."""
         try:
             with self._runner_lock:
-                if self.ref_runner is None or self.ref_runner.proc.poll() is not None:
+                rr = self.ref_runner
+                if rr is None or rr.proc.poll() is not None or rr.out_of_step:
                     if self.ref_runner is not None:
                         self._discard(self.ref_runner)
                     self.ref_runner = self._spawn_runner()

@@ -791,3 +791,30 @@ def test_a_stopped_process_busy_in_the_kernel_is_seen_with_and_without_a_cgroup(
     finally:
         idle.kill()
         idle.wait()
+
+
+def test_a_runner_that_missed_a_reply_is_never_asked_again(tmp_path) -> None:
+    """Red team 9 (by reading): a witness exchange with the reference runner that timed out left
+    its late reply in the socket, and every later exchange read the one before's: later solutions
+    passed `unwitnessed` (not suspect). A timed-out exchange now marks the runner out of step, no
+    request reaches it again (the worker starts a fresh reference runner), and a witness whose
+    inputs the reference runner did not answer fails the solution instead."""
+    import socket
+
+    from flashinfer_bench.bench.sandbox import witness
+    from flashinfer_bench.bench.worker import RunnerHandle
+
+    ours, theirs = socket.socketpair()
+    try:
+        h = RunnerHandle(proc=None, sock=ours, ready={}, log_path=tmp_path / "log", scratch=tmp_path)
+        res, _, why = witness._exchange(h, {"type": "witness_inputs"}, timeout=0.05)
+        assert res is None and why == "timeout" and h.out_of_step
+        theirs.recv(1 << 16)  # the request arrived; a reply to it could come any time now
+        res, _, why = witness._exchange(h, {"type": "witness_check"}, timeout=0.05)
+        assert res is None and "out of step" in why
+        theirs.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            theirs.recv(1 << 16)  # nothing more was sent to it
+    finally:
+        ours.close()
+        theirs.close()

@@ -1029,7 +1029,19 @@ def _accept(handle: Any, nonce: str, reply: Any) -> Tuple[Optional[Dict[str, Any
     result, why = channel.verify(handle.key, nonce, handle.seq, reply)
     if result is not None and handle.key is not None:
         handle.seq = int(reply.get("seq", handle.seq))
+    if result is None:
+        out_of_step(handle)
     return result, why
+
+
+def out_of_step(handle: Any) -> None:
+    """Mark a runner whose reply to a request may still be on its way (a timeout, a broken read)
+    or was not the reply to it: its next request would read that reply, and every later one the
+    one before. The worker never sends it another request (`Supervisor.reference_runner` starts a
+    fresh reference runner): a reference runner left so by one slow check answered every later
+    witness with a stale reply, and their solutions passed `unwitnessed` (red team 9, by reading)."""
+    if hasattr(handle, "out_of_step"):
+        handle.out_of_step = True
 
 
 def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = False, before_send: Optional[Any] = None,
@@ -1043,6 +1055,8 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
     from ...sandbox.cgroup import settled_cpu_ns
     from ..protocol import RUNNER_MAX_MESSAGE, ConnectionClosed, recv_msg, send_msg
 
+    if getattr(handle, "out_of_step", False):  # its next reply would be an earlier request's
+        return None, (0.0, 0.0), "out of step (an earlier request timed out or its reply was not read)"
     nonce = os.urandom(8).hex()
     usage = _usage_file(handle) if cpu else None
     # both readings once no thread of the runner is on a CPU: a running thread's time reaches
@@ -1062,8 +1076,10 @@ def _exchange(handle: Any, msg: Dict[str, Any], timeout: float, cpu: bool = Fals
             raise TimeoutError
         reply = recv_msg(handle.sock, timeout=left, limit=RUNNER_MAX_MESSAGE)
     except TimeoutError:
+        out_of_step(handle)
         return None, (0.0, 0.0), "timeout"
     except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
+        out_of_step(handle)
         return None, (0.0, 0.0), f"{type(e).__name__}: {e}"
     wall = (time.perf_counter() - t0) * 1e3  # until the reply (the parallelism is CPU over this)
     late = ""
@@ -1573,8 +1589,10 @@ class Pending:
                 self.result, self.why = _accept(self.handle, self.nonce, recv_msg(self.handle.sock, timeout=self.timeout, limit=RUNNER_MAX_MESSAGE))
             except TimeoutError:
                 self.why = "timeout"
+                out_of_step(self.handle)
             except (ConnectionClosed, BrokenPipeError, ConnectionResetError, OSError, ValueError) as e:
                 self.why = f"{type(e).__name__}: {e}"
+                out_of_step(self.handle)
         return self.result
 
 
@@ -1777,6 +1795,11 @@ class _Witness:
                 made, _, why = self._timed("inputs", self.rr, {"type": "witness_inputs", "request": self.ref_request,
                                                                "seed": seed, "k": self.k, "folder": fr.name,
                                                                "chain": self.chained})
+                if made is None and getattr(self.rr, "out_of_step", False):
+                    # it did not answer in time, or out of turn, while this solution's runner ran:
+                    # the claim stands unverified, so it does not stand (a runner that starves the
+                    # reference runner must not get `unwitnessed`, which is not suspect)
+                    raise _Abort("failed", f"the reference runner did not answer the witness's inputs ({why})")
                 if made is None or made.get("status") != "OK":
                     raise _Abort("unwitnessed", f"the reference runner could not make witness inputs ({why or made})")
             # the CPU time from before the inputs exist in its scratch until its outputs are out of it
