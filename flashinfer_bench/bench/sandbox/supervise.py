@@ -231,17 +231,7 @@ def tree_page_table_bytes(pid: int) -> int:
     that maps a huge read-only range and reads a byte every 2 MiB makes a 4 KiB table page each
     while its resident set stays flat (`page_table_hoard`: 3 GiB of page tables beside 184 MiB
     resident, over a 2 GiB limit, held on while parked; up to 256 GiB a process)."""
-    total = 0
-    for p in _tree(pid):
-        try:
-            with open(f"/proc/{p}/status") as f:
-                for line in f:
-                    if line.startswith("VmPTE:"):
-                        total += int(line.split()[1]) * 1024
-                        break
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
+    return _tree_kib_field(pid, "status", "VmPTE:")
 
 
 def tree_memory_bytes(pid: int) -> int:
@@ -252,12 +242,17 @@ def tree_memory_bytes(pid: int) -> int:
 
 def tree_pss_bytes(pid: int) -> int:
     """Sum of proportional resident memory over the tree (shared pages split between sharers)."""
+    return _tree_kib_field(pid, "smaps_rollup", "Pss:")
+
+
+def _tree_kib_field(pid: int, name: str, field: str) -> int:
+    """Bytes: the sum over the tree of the first `field` line (in kB) of each /proc/<p>/`name`."""
     total = 0
     for p in _tree(pid):
         try:
-            with open(f"/proc/{p}/smaps_rollup") as f:
+            with open(f"/proc/{p}/{name}") as f:
                 for line in f:
-                    if line.startswith("Pss:"):
+                    if line.startswith(field):
                         total += int(line.split()[1]) * 1024
                         break
         except (OSError, ValueError, IndexError):
