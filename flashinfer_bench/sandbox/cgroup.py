@@ -216,7 +216,7 @@ def thread_ids(usage_file: str) -> List[str]:
     return []
 
 
-def any_running(usage_file: str) -> bool:
+def _any_running(usage_file: str) -> bool:
     """Whether a thread of the group `usage_file` belongs to is running or runnable (state R);
     False where its thread list cannot be read. Polled: stops at the first one."""
     # a thread that exited (no state) has its time in the group's total already
@@ -243,7 +243,7 @@ def settled_cpu_ns(usage_file: Optional[str], wait_s: float = SETTLE_S) -> Optio
     if not usage_file:
         return None
     end = time.monotonic() + wait_s
-    while any_running(usage_file) and time.monotonic() < end:
+    while _any_running(usage_file) and time.monotonic() < end:
         time.sleep(0.0005)
     return cpu_ns(usage_file)
 

@@ -182,12 +182,16 @@ def busy_while_stopped(usage_file: Optional[str], pid: Optional[int] = None,
         time.sleep(window_s)
     # else only asleep in a call (a CUDA runner's driver threads, briefly, after most stops on the
     # H200: the whole window each time cost ~40 ms a job): polled until it leaves it
-    while any(x in _NOT_STOPPED for x in states()) and time.monotonic() - t0 < grace_s:
+    while True:
+        active = any(x in _NOT_STOPPED for x in states())
+        elapsed = time.monotonic() - t0
+        if not active or elapsed >= grace_s:
+            break
         time.sleep(0.002)
-    c1, elapsed = cpu(), time.monotonic() - t0
+    c1 = cpu()
     spent = max(0.0, (c1 - c0) / 1e9) if c0 is not None and c1 is not None else 0.0
     used = spent * window_s / max(elapsed, window_s)  # a rate, per window: never from a few ms' sample
-    return used, elapsed >= grace_s and any(x in _NOT_STOPPED for x in states())
+    return used, active
 
 
 def _tree_threads(pid: int) -> List[str]:

@@ -748,14 +748,14 @@ _END = struct.Struct(">Q")  # a stepped round's answer: where the call's outputs
 
 def _plain() -> Any:
     """Torch function modes (and subclass overrides) off for the harness's own operations of the
-    witness in a runner (the runner enters it around every witness message but the coarse round's
-    `run`, which enters it around each of its own steps and not around the solution's calls:
-    re-enabling the modes for a call, `_as_solution`, cost an honest CPU call ~10 us): a mode the solution
-    left active (`torch.set_default_device` leaves a DeviceContext, which the guard allows) sent
-    every one of them through its Python handler in the solution's runner and none in the null's,
-    and an honest 16 us RMSNorm was witnessed at 61.7 us and disputed on a CPU (session 23); on a
-    GPU its tensors made without a device went there, and the graph round failed
-    (`default_device_set`, session 25). The solution's own calls get them back (`_as_solution`)."""
+    witness in a runner: the runner enters it around every witness message but the coarse round's
+    `run`, which enters it around each of its own steps and not around the solution's calls
+    (re-enabling the modes for a call, `_as_solution`, cost an honest CPU call ~10 us). A mode the
+    solution left active (`torch.set_default_device` leaves a DeviceContext, which the guard
+    allows) sent every one of them through its Python handler in the solution's runner and none in
+    the null's, and an honest 16 us RMSNorm was witnessed at 61.7 us and disputed on a CPU
+    (session 23); on a GPU its tensors made without a device went there, and the graph round
+    failed (`default_device_set`, session 25). The solution's own calls get them back."""
     return _context("DisableTorchFunction")
 
 
